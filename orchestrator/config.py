@@ -1,0 +1,78 @@
+"""Settings: the only module that reads the environment.
+
+Every name is the one DESIGN.md publishes (`PRESSROOM_*`); entry points and
+tests build a `Settings` and hand it to `bootstrap.build_app`.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_DATABASE_URL = "sqlite:///pressroom.db"
+DEFAULT_BROKER_URL = "inline://"
+
+
+class Settings(BaseSettings):
+    """Configuration, environment first."""
+
+    model_config = SettingsConfigDict(env_prefix="PRESSROOM_", extra="ignore")
+
+    database_url: str = DEFAULT_DATABASE_URL
+    broker_url: str = Field(
+        default=DEFAULT_BROKER_URL,
+        description="redis://… or amqp://… for separate processes; inline:// runs "
+        "each command's queued work in the same process",
+    )
+    secret: SecretStr | None = Field(default=None, description="approval signing key")
+    secret_file: Path = Field(
+        default=Path(".pressroom-secret"),
+        description="where the signing key is created (0600) when PRESSROOM_SECRET is unset",
+    )
+    destination_timeout: float = Field(default=10.0, gt=0)
+    lease_seconds: float = Field(default=60.0, gt=0)
+    max_attempts: int = Field(default=5, ge=1, description="lease recoveries before a saga fails")
+    approval_ttl: float = Field(default=24 * 3600.0, gt=0, description="default approval expiry, seconds")
+    max_review_rounds: int = Field(default=2, ge=0)
+    relay_poll: float = Field(default=1.0, gt=0, description="relay idle poll interval, seconds")
+    relay_grace: float = Field(
+        default=2.0, ge=0, description="age before the relay sends a row the writer did not"
+    )
+    model: str | None = None
+    model_base_url: str | None = None
+    model_api_key: SecretStr | None = None
+    mcp_tokens: str | None = Field(
+        default=None,
+        description="HTTP MCP bearer tokens: 'TOKEN=NAME:cap1+cap2,…' (capabilities optional)",
+    )
+
+    @field_validator("database_url")
+    @classmethod
+    def _known_database(cls, value: str) -> str:
+        if not value.startswith(("sqlite:", "postgresql")):
+            raise ValueError("database URL must be sqlite:///PATH or postgresql+psycopg://…")
+        return value
+
+    def signing_key(self) -> bytes:
+        """The approval signing key; created with mode 0600 on first use."""
+        if self.secret is not None:
+            return self.secret.get_secret_value().encode()
+        path = self.secret_file
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as fh:
+                fh.write(secrets.token_hex(32))
+        return path.read_text().strip().encode()
+
+
+def environ_snapshot(prefix: str = "OTEL_") -> dict[str, str]:
+    """The standard variables other libraries read, for diagnostics only."""
+    return {k: v for k, v in os.environ.items() if k.startswith(prefix)}
+
+
+__all__ = ["DEFAULT_BROKER_URL", "DEFAULT_DATABASE_URL", "Settings", "environ_snapshot"]

@@ -1,0 +1,135 @@
+"""The one error tree of Pressroom, and the table that maps it to exit codes.
+
+::
+
+    PressroomError
+    ├── InvalidInput            exit 2: the request itself is malformed
+    ├── NotFound                exit 3: a saga, version or destination does not exist
+    ├── Refused                 exit 4: well-formed, but not allowed now
+    │   ├── IllegalTransition   the saga machine refuses the move
+    │   ├── StaleVersion        the version is not the head, or was edited
+    │   ├── ApprovalRefused     wrong binding, expired, used, or self-approval
+    │   ├── PolicyRefused       capability or risk class says no
+    │   └── IdempotencyConflict same business key, different arguments
+    ├── ApprovalRequired        an outcome, not a failure: a person must approve
+    ├── EffectUnknown           an outcome: a side effect may have happened
+    └── DestinationError        raised by destination adapters
+        ├── NotApplied          definite: the destination did not apply it
+        └── MaybeApplied        uncertain: it may have been applied
+
+Errors carry ids as attributes and pickle cleanly (they cross Celery).
+No I/O here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class PressroomError(Exception):
+    """Root of every error Pressroom raises on purpose."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, **attrs: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        for name, value in attrs.items():
+            setattr(self, name, value)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        attrs = {k: v for k, v in self.__dict__.items() if k != "message"}
+        return (_rebuild, (type(self), self.message, attrs))
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _rebuild(cls: type[PressroomError], message: str, attrs: dict[str, Any]) -> PressroomError:
+    return cls(message, **attrs)
+
+
+class InvalidInput(PressroomError):
+    exit_code = 2
+
+
+class NotFound(PressroomError):
+    exit_code = 3
+
+
+class Refused(PressroomError):
+    exit_code = 4
+
+
+class IllegalTransition(Refused):
+    pass
+
+
+class StaleVersion(Refused):
+    pass
+
+
+class ApprovalRefused(Refused):
+    pass
+
+
+class PolicyRefused(Refused):
+    pass
+
+
+class IdempotencyConflict(Refused):
+    pass
+
+
+class ApprovalRequired(PressroomError):
+    exit_code = 4
+
+
+class EffectUnknown(PressroomError):
+    exit_code = 0
+
+
+class DestinationError(PressroomError):
+    """A destination call went wrong; `definite` says whether it surely did not apply."""
+
+    definite = True
+
+
+class NotApplied(DestinationError):
+    definite = True
+
+
+class MaybeApplied(DestinationError):
+    definite = False
+
+
+EXIT_OK = 0
+EXIT_BAD_INPUT = 2
+EXIT_NOT_FOUND = 3
+EXIT_REFUSED = 4
+
+
+def exit_code_for(error: BaseException) -> int:
+    """The one place an exception becomes a process exit code."""
+    if isinstance(error, PressroomError):
+        return error.exit_code
+    return 1
+
+
+__all__ = [
+    "ApprovalRefused",
+    "ApprovalRequired",
+    "DestinationError",
+    "EffectUnknown",
+    "IdempotencyConflict",
+    "IllegalTransition",
+    "InvalidInput",
+    "MaybeApplied",
+    "NotApplied",
+    "NotFound",
+    "PolicyRefused",
+    "PressroomError",
+    "Refused",
+    "StaleVersion",
+    "exit_code_for",
+]

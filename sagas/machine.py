@@ -1,0 +1,86 @@
+"""The saga state machine: states, events, the transition table, `apply()`.
+
+Pure: no database, broker, clock or randomness. States are spelled exactly as
+in DESIGN.md.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from orchestrator.errors import IllegalTransition
+
+
+class SagaState(StrEnum):
+    PREPARING = "preparing"
+    READY_FOR_REVIEW = "ready-for-review"
+    APPROVED = "approved"
+    EXECUTING = "executing"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    EFFECT_UNKNOWN = "effect-unknown"
+    CANCELLED = "cancelled"
+
+
+class SagaEvent(StrEnum):
+    REVIEW_PASSED = "review_passed"
+    PREPARATION_FAILED = "preparation_failed"
+    REJECTED = "rejected"
+    EDITED = "edited"
+    APPROVED = "approved"
+    EXECUTION_STARTED = "execution_started"
+    ALL_ACKED = "all_acked"
+    STEP_FAILED = "step_failed"
+    STEP_UNCERTAIN = "step_uncertain"
+    RECONCILED = "reconciled"
+    CANCELLED = "cancelled"
+
+
+S, E = SagaState, SagaEvent
+
+TRANSITIONS: dict[tuple[SagaState, SagaEvent], SagaState] = {
+    (S.PREPARING, E.REVIEW_PASSED): S.READY_FOR_REVIEW,
+    (S.PREPARING, E.PREPARATION_FAILED): S.FAILED,
+    (S.PREPARING, E.CANCELLED): S.CANCELLED,
+    (S.READY_FOR_REVIEW, E.REJECTED): S.PREPARING,
+    (S.READY_FOR_REVIEW, E.EDITED): S.PREPARING,
+    (S.READY_FOR_REVIEW, E.APPROVED): S.APPROVED,
+    (S.READY_FOR_REVIEW, E.CANCELLED): S.CANCELLED,
+    (S.APPROVED, E.EDITED): S.PREPARING,
+    (S.APPROVED, E.REJECTED): S.PREPARING,
+    (S.APPROVED, E.EXECUTION_STARTED): S.EXECUTING,
+    (S.APPROVED, E.CANCELLED): S.CANCELLED,
+    (S.EXECUTING, E.ALL_ACKED): S.SUCCEEDED,
+    (S.EXECUTING, E.STEP_FAILED): S.FAILED,
+    (S.EXECUTING, E.STEP_UNCERTAIN): S.EFFECT_UNKNOWN,
+    (S.EFFECT_UNKNOWN, E.RECONCILED): S.EXECUTING,
+    (S.EFFECT_UNKNOWN, E.CANCELLED): S.CANCELLED,
+}
+
+TERMINAL: frozenset[SagaState] = frozenset({S.SUCCEEDED, S.FAILED, S.CANCELLED})
+
+
+def allowed(state: SagaState) -> frozenset[SagaEvent]:
+    """Events that may be applied in `state`."""
+    return frozenset(event for (src, event) in TRANSITIONS if src == state)
+
+
+def apply(state: SagaState | str, event: SagaEvent | str) -> SagaState:
+    """The next state, or `IllegalTransition` naming both."""
+    try:
+        src, ev = SagaState(state), SagaEvent(event)
+    except ValueError as exc:
+        raise IllegalTransition(
+            f"unknown state or event: {exc}", state=str(state), event=str(event)
+        ) from None
+    nxt = TRANSITIONS.get((src, ev))
+    if nxt is None:
+        raise IllegalTransition(
+            f"cannot {ev.value.replace('_', ' ')} a saga that is {src.value}",
+            state=src.value,
+            event=ev.value,
+        )
+    return nxt
+
+
+__all__ = ["TERMINAL", "TRANSITIONS", "SagaEvent", "SagaState", "allowed", "apply"]
