@@ -1,0 +1,106 @@
+"""The bounded agent loop (invariant 9): steps, retries, deadline, budget.
+
+A planner proposes; the harness decides; the result goes back to the planner
+as data. Every stop writes its reason as an event.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from orchestrator.harness.engine import Caller, Harness, sleep_backoff
+from orchestrator.harness.ports import Planner
+from orchestrator.harness.provenance import DataEnvelope, wrap
+from orchestrator.harness.spec import ToolResult, ToolStatus
+
+
+@dataclass(frozen=True)
+class LoopLimits:
+    max_steps: int = 24
+    max_retries: int = 3
+    max_rejections: int = 3
+    deadline_seconds: float = 120.0
+    budget: int = 40  # tool calls, whatever their outcome
+
+
+@dataclass
+class LoopOutcome:
+    stop_reason: str
+    results: list[ToolResult] = field(default_factory=list)
+    steps: int = 0
+    budget_left: int = 0
+
+    @property
+    def finished(self) -> bool:
+        return self.stop_reason == "planner finished"
+
+
+def run_loop(
+    harness: Harness,
+    planner: Planner,
+    caller: Caller,
+    limits: LoopLimits | None = None,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> LoopOutcome:
+    limits = limits or LoopLimits()
+    transcript: list[DataEnvelope] = []
+    outcome = LoopOutcome(stop_reason="", budget_left=limits.budget)
+    started = clock()
+    errors = rejections = 0
+    while True:
+        reason = _limit_hit(outcome, limits, clock() - started)
+        if reason:
+            break
+        proposal = planner.propose(transcript)
+        if proposal is None:
+            reason = "planner finished"
+            break
+        outcome.steps += 1
+        outcome.budget_left -= 1
+        result = harness.call(proposal, caller)
+        outcome.results.append(result)
+        transcript.append(
+            wrap(result.tool, proposal.call_id, result.status.value, result.output, result.reason)
+        )
+        if result.status is ToolStatus.ERROR:
+            errors += 1
+            if errors > limits.max_retries:
+                reason = f"gave up after {limits.max_retries} retries: {result.reason}"
+                break
+            sleep(sleep_backoff(errors))
+        elif result.status is ToolStatus.REJECTED:
+            rejections += 1
+            if rejections >= limits.max_rejections:
+                reason = f"stopped after {rejections} rejected proposals: {result.reason}"
+                break
+        elif result.status in (ToolStatus.UNCERTAIN, ToolStatus.APPROVAL_REQUIRED):
+            reason = f"waiting for a person: {result.status.value}"
+            break
+        else:
+            errors = 0
+    outcome.stop_reason = reason
+    harness.store.record_event(
+        saga_id=caller.saga_id,
+        actor=caller.actor,
+        kind="loop_stopped",
+        status="finished" if outcome.finished else "stopped",
+        detail={"reason": reason, "steps": outcome.steps, "budget_left": outcome.budget_left},
+    )
+    return outcome
+
+
+def _limit_hit(outcome: LoopOutcome, limits: LoopLimits, elapsed: float) -> str:
+    if outcome.steps >= limits.max_steps:
+        return f"step limit of {limits.max_steps} reached"
+    if outcome.budget_left <= 0:
+        return f"budget of {limits.budget} tool calls spent"
+    if elapsed > limits.deadline_seconds:
+        return f"deadline of {limits.deadline_seconds:.0f}s passed"
+    return ""
+
+
+__all__ = ["LoopLimits", "LoopOutcome", "run_loop"]

@@ -1,0 +1,99 @@
+"""Ports the engine talks through: the store and the planner. No I/O here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+from orchestrator.harness.approvals import ApprovalView
+from orchestrator.harness.checkpoints import AgentState
+from orchestrator.harness.provenance import DataEnvelope
+from orchestrator.harness.spec import ToolCall
+
+
+class LedgerView(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    key: str
+    tool: str
+    saga_id: str | None
+    args_digest: str
+    status: str  # pending | done | uncertain | failed | absent
+    result: dict[str, Any] | None = None
+    attempts: int = 1
+
+
+class EventTimes(BaseModel):
+    """The four phase times stored on an action's event."""
+
+    proposed_at: datetime | None = None
+    authorized_at: datetime | None = None
+    sent_at: datetime | None = None
+    acked_at: datetime | None = None
+
+
+class HarnessStore(Protocol):
+    def saga_session(self, saga_id: str) -> str | None:
+        """The saga's current run (its session), or None when there is no such saga."""
+        ...
+
+    def find_approval(self, saga_id: str, version_digest: str) -> ApprovalView | None: ...
+
+    def ledger_get(self, key: str) -> LedgerView | None: ...
+
+    def record_event(
+        self,
+        *,
+        saga_id: str | None,
+        actor: str,
+        kind: str,
+        status: str,
+        tool: str | None = None,
+        detail: dict[str, Any] | None = None,
+        times: EventTimes | None = None,
+        parent_event_id: str | None = None,
+        hook: Callable[[Any], None] | None = None,
+    ) -> str:
+        """Append one event (and run `hook` in the same transaction)."""
+        ...
+
+    def begin_effect(
+        self,
+        *,
+        saga_id: str | None,
+        actor: str,
+        state: AgentState,
+        approval_id: str | None,
+        execution: str | None,
+        times: EventTimes,
+    ) -> str:
+        """Commit approval consumption, checkpoint, ledger `pending` and the intent event.
+
+        Raises `ApprovalRefused` if the approval can no longer be consumed and
+        `IdempotencyConflict` if another caller holds the key in flight.
+        """
+        ...
+
+    def finish_effect(
+        self,
+        *,
+        key: str,
+        ledger_status: str,
+        result: dict[str, Any] | None,
+        event: dict[str, Any],
+        hook: Callable[[Any], None] | None = None,
+    ) -> str:
+        """Commit the ledger outcome, the result event and the tool's own record together."""
+        ...
+
+
+class Planner(Protocol):
+    """Proposes the next tool call from the transcript so far; None means done."""
+
+    def propose(self, transcript: Sequence[DataEnvelope]) -> ToolCall | None: ...
+
+
+__all__ = ["EventTimes", "HarnessStore", "LedgerView", "Planner"]

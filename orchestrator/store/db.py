@@ -1,0 +1,120 @@
+"""Engines and units of work.
+
+SQLite (the default) runs in WAL mode with a busy timeout so a relay, workers
+and the CLI can share one file; PostgreSQL is used by URL. The schema is
+created on first use. A `UnitOfWork` is one transaction; callbacks queued with
+`after_commit` run only once it committed (used to hand fresh outbox rows to
+the broker straight away, leaving the relay only what was not sent).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+from sqlalchemy.pool import NullPool
+from sqlmodel import Session, SQLModel, create_engine
+
+import orchestrator.store.tables  # noqa: F401
+import outbox.tables  # noqa: F401  (registers the outbox and inbox tables)
+
+log = logging.getLogger(__name__)
+_schema_lock = threading.Lock()
+_schema_done: set[str] = set()
+
+
+def is_sqlite(url: str) -> bool:
+    return url.startswith("sqlite")
+
+
+def is_postgres(url: str) -> bool:
+    return url.startswith("postgresql")
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for `url`, with the schema created on first use."""
+    if is_sqlite(url):
+        path = url.split("///", 1)[1] if "///" in url else ""
+        if path and path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(
+            url,
+            connect_args={"check_same_thread": False, "timeout": 30},
+            poolclass=NullPool,
+        )
+        event.listen(engine, "connect", _sqlite_pragmas)
+        event.listen(engine, "begin", _sqlite_begin_immediate)
+    else:
+        engine = create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5)
+    create_schema(engine)
+    return engine
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    # Autocommit at the driver level; SQLAlchemy's "begin" event issues BEGIN.
+    dbapi_conn.isolation_level = None
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.close()
+
+
+def _sqlite_begin_immediate(conn: Any) -> None:
+    # Take the write lock at BEGIN so two writers never deadlock on upgrade.
+    conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def create_schema(engine: Engine) -> None:
+    key = str(engine.url)
+    with _schema_lock:
+        if key in _schema_done:
+            return
+        SQLModel.metadata.create_all(engine)
+        _schema_done.add(key)
+
+
+class UnitOfWork:
+    """One transaction, plus callbacks that run after it commits."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.session = Session(engine, expire_on_commit=False)
+        self._after: list[Callable[[], None]] = []
+
+    def after_commit(self, fn: Callable[[], None]) -> None:
+        self._after.append(fn)
+
+    def run_after_commit(self) -> None:
+        # The transaction is committed: a failing callback must not undo the
+        # caller's success (an unsent outbox row is the relay's to send).
+        callbacks, self._after = self._after, []
+        for fn in callbacks:
+            try:
+                fn()
+            except Exception:
+                log.exception("after-commit callback failed")
+
+
+@contextmanager
+def unit_of_work(engine: Engine) -> Iterator[UnitOfWork]:
+    uow = UnitOfWork(engine)
+    try:
+        yield uow
+        uow.session.commit()
+    except BaseException:
+        uow.session.rollback()
+        raise
+    finally:
+        uow.session.close()
+    uow.run_after_commit()
+
+
+__all__ = ["UnitOfWork", "create_schema", "is_postgres", "is_sqlite", "make_engine", "unit_of_work"]

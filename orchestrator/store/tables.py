@@ -1,0 +1,191 @@
+"""Database tables (SQLModel): sagas, versions, artifacts, events, approvals,
+the idempotency ledger, checkpoints, destination steps and work leases.
+
+The outbox and inbox tables live in `outbox.tables` and share this metadata.
+Versions and artifacts are immutable and content-addressed (sha256); events
+are append-only.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+
+def utcnow() -> datetime:
+    """Aware UTC; SQLModel stores it as UTC and gives it back aware."""
+    return datetime.now(UTC)
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+class SagaRow(SQLModel, table=True):
+    __tablename__ = "sagas"
+
+    id: str = Field(default_factory=new_id, primary_key=True)
+    brief: str = Field(sa_column=Column(Text, nullable=False))
+    corpus: str
+    destinations: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    state: str = Field(index=True)
+    head_version: int = 0
+    run: int = Field(default=1, description="the saga's session: bumped with every new head version")
+    review_rounds: int = 0
+    created_by: str
+    reason: str | None = None
+    trace_context: dict[str, str] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    ready_at: datetime | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class VersionRow(SQLModel, table=True):
+    __tablename__ = "versions"
+    __table_args__ = (UniqueConstraint("saga_id", "number"),)
+
+    id: str = Field(default_factory=new_id, primary_key=True)
+    saga_id: str = Field(foreign_key="sagas.id", index=True)
+    number: int
+    digest: str = Field(index=True, description="sha256 of the markdown bytes")
+    title: str
+    author: str
+    markdown: str = Field(sa_column=Column(Text, nullable=False))
+    citations: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    evidence_digest: str | None = None
+    review: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class ArtifactRow(SQLModel, table=True):
+    __tablename__ = "artifacts"
+
+    digest: str = Field(primary_key=True, description="sha256 of the canonical JSON body")
+    saga_id: str = Field(foreign_key="sagas.id", index=True)
+    kind: str
+    body: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class EventRow(SQLModel, table=True):
+    __tablename__ = "events"
+    __table_args__ = (Index("ix_events_saga_seq", "saga_id", "seq"),)
+
+    seq: int | None = Field(default=None, primary_key=True)
+    event_id: str = Field(default_factory=new_id, unique=True)
+    parent_event_id: str | None = None
+    saga_id: str | None = Field(default=None, index=True)
+    actor: str
+    kind: str
+    status: str
+    tool: str | None = None
+    artifact_digest: str | None = None
+    detail: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    created_at: datetime = Field(default_factory=utcnow)
+    proposed_at: datetime | None = None
+    authorized_at: datetime | None = None
+    sent_at: datetime | None = None
+    acked_at: datetime | None = None
+
+
+class ApprovalRow(SQLModel, table=True):
+    __tablename__ = "approvals"
+
+    id: str = Field(default_factory=new_id, primary_key=True)
+    saga_id: str = Field(foreign_key="sagas.id", index=True)
+    version: int
+    version_digest: str
+    destinations: list[str] = Field(sa_column=Column(JSON, nullable=False))
+    session: str
+    approver: str
+    issued_at: datetime = Field(default_factory=utcnow)
+    expires_at: datetime
+    token: str = Field(description="HMAC over the canonical binding")
+    consumed_at: datetime | None = None
+    consumed_by: str | None = None
+    voided_at: datetime | None = None
+
+
+class LedgerRow(SQLModel, table=True):
+    """One external action per business key (invariant 3)."""
+
+    __tablename__ = "ledger"
+
+    key: str = Field(primary_key=True)
+    tool: str
+    saga_id: str | None = Field(default=None, index=True)
+    args_digest: str
+    status: str = Field(description="pending | done | uncertain | failed")
+    result: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    event_id: str | None = None
+    attempts: int = 1
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class CheckpointRow(SQLModel, table=True):
+    """`AgentState` before a side effect, hash-chained to the previous one."""
+
+    __tablename__ = "checkpoints"
+
+    seq: int | None = Field(default=None, primary_key=True)
+    saga_id: str | None = Field(default=None, index=True)
+    event_id: str
+    step: int
+    state: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
+    prev_hash: str
+    hash: str = Field(unique=True)
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class StepRow(SQLModel, table=True):
+    """One publishing step per destination of a saga's execution."""
+
+    __tablename__ = "steps"
+    __table_args__ = (UniqueConstraint("saga_id", "uri"),)
+
+    id: str = Field(default_factory=new_id, primary_key=True)
+    saga_id: str = Field(foreign_key="sagas.id", index=True)
+    position: int
+    uri: str
+    state: str = Field(default="pending", description="pending|executing|done|uncertain|failed|compensated")
+    idempotency_key: str | None = None
+    receipt: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    version_digest: str | None = None
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class WorkRow(SQLModel, table=True):
+    """A piece of work in flight, with its lease (the database holds the truth)."""
+
+    __tablename__ = "work"
+
+    id: str = Field(default_factory=new_id, primary_key=True)
+    saga_id: str = Field(index=True)
+    task: str
+    queue: str
+    payload: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
+    attempts: int = 0
+    lease_until: datetime = Field(index=True)
+    holder: str | None = None
+    done_at: datetime | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+__all__ = [
+    "ApprovalRow",
+    "ArtifactRow",
+    "CheckpointRow",
+    "EventRow",
+    "LedgerRow",
+    "SagaRow",
+    "StepRow",
+    "VersionRow",
+    "WorkRow",
+    "new_id",
+    "utcnow",
+]

@@ -1,0 +1,117 @@
+"""Work in flight and its leases: the database, not the broker, holds the truth.
+
+Every dispatched piece of work has a row with a lease deadline. A consumer
+must take the lease before it works (a duplicate copy cannot take a lease
+that is held) and completes the work in the same transaction as its state
+change. A sweeper re-sends work whose lease ran out, up to a cap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import or_, update
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
+from orchestrator.store.db import unit_of_work
+from orchestrator.store.tables import WorkRow, utcnow
+
+
+def new_work(
+    session: Session, *, saga_id: str, task: str, queue: str, payload: dict[str, Any], lease: float
+) -> WorkRow:
+    row = WorkRow(
+        saga_id=saga_id,
+        task=task,
+        queue=queue,
+        payload=payload,
+        lease_until=utcnow() + timedelta(seconds=lease),
+    )
+    session.add(row)
+    return row
+
+
+def take_lease(engine: Engine, work_id: str, holder: str, lease: float) -> WorkRow | None:
+    """Take the lease of unfinished work whose lease is free or ran out."""
+    now = utcnow()
+    with unit_of_work(engine) as uow:
+        taken = uow.session.execute(
+            update(WorkRow)
+            .where(
+                col(WorkRow.id) == work_id,
+                col(WorkRow.done_at).is_(None),
+                or_(col(WorkRow.holder).is_(None), col(WorkRow.lease_until) < now),
+            )
+            .values(holder=holder, lease_until=now + timedelta(seconds=lease), attempts=WorkRow.attempts + 1)
+        )
+        if taken.rowcount != 1:  # type: ignore[attr-defined]
+            return None
+        return uow.session.get(WorkRow, work_id)
+
+
+def renew_lease(engine: Engine, work_id: str, holder: str, lease: float) -> bool:
+    with unit_of_work(engine) as uow:
+        done = uow.session.execute(
+            update(WorkRow)
+            .where(col(WorkRow.id) == work_id, col(WorkRow.holder) == holder, col(WorkRow.done_at).is_(None))
+            .values(lease_until=utcnow() + timedelta(seconds=lease))
+        )
+        return bool(done.rowcount == 1)  # type: ignore[attr-defined]
+
+
+def complete(session: Session, work_id: str, holder: str) -> bool:
+    """Mark the work done, inside the consumer's transaction; False if not ours."""
+    done = session.execute(
+        update(WorkRow)
+        .where(col(WorkRow.id) == work_id, col(WorkRow.holder) == holder, col(WorkRow.done_at).is_(None))
+        .values(done_at=utcnow())
+    )
+    return bool(done.rowcount == 1)  # type: ignore[attr-defined]
+
+
+def abandon_open_work(session: Session, saga_id: str) -> None:
+    session.execute(
+        update(WorkRow)
+        .where(col(WorkRow.saga_id) == saga_id, col(WorkRow.done_at).is_(None))
+        .values(done_at=utcnow(), holder="abandoned")
+    )
+
+
+Resend = Callable[[Any, WorkRow], None]
+Exhausted = Callable[[Any, WorkRow], None]
+
+
+def sweep_expired(
+    engine: Engine, *, lease: float, max_attempts: int, resend: Resend, exhausted: Exhausted
+) -> int:
+    """Re-send (or give up on) work whose lease ran out; the count handled."""
+    now = utcnow()
+    handled = 0
+    with unit_of_work(engine) as uow:
+        query = (
+            select(WorkRow)
+            .where(col(WorkRow.done_at).is_(None), col(WorkRow.lease_until) < now)
+            .order_by(col(WorkRow.lease_until))
+            .limit(100)
+        )
+        if engine.dialect.name == "postgresql":
+            query = query.with_for_update(skip_locked=True)
+        for row in uow.session.exec(query).all():
+            if row.attempts >= max_attempts:
+                row.done_at = now
+                row.holder = "exhausted"
+                uow.session.add(row)
+                exhausted(uow, row)
+            else:
+                row.holder = None
+                row.lease_until = now + timedelta(seconds=lease)
+                uow.session.add(row)
+                resend(uow, row)
+            handled += 1
+    return handled
+
+
+__all__ = ["abandon_open_work", "complete", "new_work", "renew_lease", "sweep_expired", "take_lease"]
