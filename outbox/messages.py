@@ -1,0 +1,44 @@
+"""Messages that cross the broker: handoffs name artifacts, never chat history."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ArtifactRef(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    kind: str
+    digest: str
+
+
+class Handoff(BaseModel):
+    """The body of every role message."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    saga_id: str
+    work_id: str
+    artifacts: tuple[ArtifactRef, ...] = ()
+    capabilities: tuple[str, ...] = ()
+    version: int | None = None
+    version_digest: str | None = None
+    round: int = 0
+    note: str | None = Field(default=None, max_length=500)
+
+
+class Envelope(BaseModel):
+    """An outbox row as the broker adapter sees it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    message_id: str
+    task: str
+    queue: str
+    payload: dict[str, Any]
+    headers: dict[str, str] = {}
+
+
+__all__ = ["ArtifactRef", "Envelope", "Handoff"]

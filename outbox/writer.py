@@ -1,0 +1,96 @@
+"""Writing to the outbox, and sending right after the commit.
+
+`Outbox.add` writes the row in the caller's unit of work, so the message
+exists exactly when the state change does. Once that transaction commits,
+the row is offered to the broker at once (no polling delay on the hot path);
+whatever the broker did not take stays unsent for the relay.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from sqlalchemy import update
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col
+
+from orchestrator.store.db import UnitOfWork
+from orchestrator.store.tables import new_id, utcnow
+from outbox.broker import Broker, BrokerUnavailable
+from outbox.messages import Envelope
+from outbox.tables import OutboxRow
+from telemetry import metrics, propagation
+
+log = logging.getLogger(__name__)
+
+
+def envelope_of(row: OutboxRow) -> Envelope:
+    return Envelope(
+        message_id=row.id, task=row.task, queue=row.queue, payload=row.payload, headers=row.headers
+    )
+
+
+class Outbox:
+    def __init__(self, engine: Engine, broker: Broker) -> None:
+        self.engine = engine
+        self.broker = broker
+
+    def add(
+        self,
+        uow: UnitOfWork,
+        *,
+        saga_id: str | None,
+        task: str,
+        queue: str,
+        payload: dict[str, Any],
+        attributes: dict[str, Any] | None = None,
+    ) -> str:
+        message_id = new_id()
+        headers = propagation.create_span(queue, message_id, self.broker.system, attributes or {})
+        row = OutboxRow(
+            id=message_id, saga_id=saga_id, task=task, queue=queue, payload=payload, headers=headers
+        )
+        uow.session.add(row)
+        envelope = envelope_of(row)
+
+        def send_after_commit() -> None:
+            self.send_now([envelope], attributes)
+
+        uow.after_commit(send_after_commit)
+        return message_id
+
+    def send_now(self, envelopes: Iterable[Envelope], attributes: dict[str, Any] | None = None) -> int:
+        """Offer committed rows to the broker; mark the ones it took as sent."""
+        sent = 0
+        for env in envelopes:
+            try:
+                with propagation.send_span(
+                    env.queue, env.message_id, self.broker.system, env.headers, attributes or {}
+                ):
+                    self.broker.send(env)
+            except BrokerUnavailable as exc:
+                log.warning("left %s for the relay: %s", env.message_id, exc)
+                continue
+            self.mark_sent(env.message_id)
+            sent += 1
+        return sent
+
+    def mark_sent(self, message_id: str) -> None:
+        now = utcnow()
+        with Session(self.engine) as s:
+            row = s.get(OutboxRow, message_id)
+            lag = (now - row.created_at).total_seconds() if row else None
+            queue = row.queue if row else ""
+            s.execute(
+                update(OutboxRow)
+                .where(col(OutboxRow.id) == message_id, col(OutboxRow.sent_at).is_(None))
+                .values(sent_at=now, send_attempts=OutboxRow.send_attempts + 1)
+            )
+            s.commit()
+        if lag is not None:
+            metrics.record_outbox_lag(lag, queue)
+
+
+__all__ = ["Outbox", "envelope_of"]
