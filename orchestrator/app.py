@@ -1,0 +1,180 @@
+"""The assembled application: what `bootstrap.build_app` hands every entry point.
+
+It owns dispatching work (a lease row plus an outbox row, in the caller's
+unit of work) and consuming it (inbox check, lease, handler, completion in
+one transaction with the handler's state change).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from orchestrator.config import Settings
+from orchestrator.harness.engine import Harness
+from orchestrator.harness.registry import Registry
+from orchestrator.routing import queue_of
+from orchestrator.store.db import UnitOfWork, unit_of_work
+from orchestrator.store.harness_store import SqlHarnessStore, add_event
+from orchestrator.store.work import complete, new_work, take_lease
+from outbox.broker import Broker, InlineBroker
+from outbox.inbox import already_applied, claim
+from outbox.messages import ArtifactRef, Envelope, Handoff
+from outbox.relay import Relay
+from outbox.writer import Outbox
+from sagas.destinations.base import Destination
+from telemetry import names, propagation
+
+log = logging.getLogger(__name__)
+
+Finalizer = Callable[[UnitOfWork], None]
+# A handler gets the app, the handoff and the lease holder (the message id).
+Handler = Callable[["App", Handoff, str], Finalizer]
+
+
+@dataclass
+class App:
+    settings: Settings
+    engine: Engine
+    registry: Registry
+    store: SqlHarnessStore
+    harness: Harness
+    broker: Broker
+    outbox: Outbox
+    signing_key: bytes
+    open_destination: Callable[[str], Destination]
+    handlers: dict[str, Handler] = field(default_factory=dict)
+    relay: Relay | None = None
+
+    # -- producing ---------------------------------------------------------
+    def dispatch(
+        self,
+        uow: UnitOfWork,
+        *,
+        saga_id: str,
+        task: str,
+        artifacts: tuple[ArtifactRef, ...] = (),
+        capabilities: tuple[str, ...] = (),
+        version: int | None = None,
+        version_digest: str | None = None,
+        round: int = 0,
+        note: str | None = None,
+    ) -> str:
+        """Queue `task` for `saga_id`: a work row with a lease and an outbox row."""
+        queue = queue_of(task)
+        work = new_work(
+            uow.session,
+            saga_id=saga_id,
+            task=task,
+            queue=queue,
+            payload={},
+            lease=self.settings.lease_seconds,
+        )
+        handoff = Handoff(
+            saga_id=saga_id,
+            work_id=work.id,
+            artifacts=artifacts,
+            capabilities=capabilities,
+            version=version,
+            version_digest=version_digest,
+            round=round,
+            note=note,
+        )
+        work.payload = handoff.model_dump(mode="json")
+        attrs: dict[str, Any] = {names.ATTR_SAGA_ID: saga_id}
+        if version is not None:
+            attrs[names.ATTR_VERSION] = version
+        if version_digest:
+            attrs[names.ATTR_VERSION_DIGEST] = version_digest
+        return self.outbox.add(
+            uow, saga_id=saga_id, task=task, queue=queue, payload=work.payload, attributes=attrs
+        )
+
+    def resend(self, uow: UnitOfWork, task: str, payload: dict[str, Any], saga_id: str) -> str:
+        """Send existing work again through the outbox (lease recovery)."""
+        return self.outbox.add(
+            uow,
+            saga_id=saga_id,
+            task=task,
+            queue=queue_of(task),
+            payload=payload,
+            attributes={names.ATTR_SAGA_ID: saga_id},
+        )
+
+    # -- consuming ---------------------------------------------------------
+    def handle(self, env: Envelope) -> str:
+        """Apply one message at most once; returns what happened (for logs and tests)."""
+        consumer = env.task
+        try:
+            handoff = Handoff.model_validate(env.payload)
+        except ValidationError as exc:
+            log.error("dropped malformed message %s: %s", env.message_id, exc)
+            return "malformed"
+        attrs = {names.ATTR_SAGA_ID: handoff.saga_id}
+        with propagation.process_span(env.queue, env.message_id, self.broker.system, env.headers, attrs):
+            with Session(self.engine) as s:
+                if already_applied(s, env.message_id):
+                    return "duplicate"
+            if take_lease(self.engine, handoff.work_id, env.message_id, self.settings.lease_seconds) is None:
+                self.store.record_event(
+                    saga_id=handoff.saga_id,
+                    actor=consumer,
+                    kind="message",
+                    status="dropped",
+                    detail={"message_id": env.message_id, "reason": "work done or its lease is held"},
+                )
+                return "lease-held"
+            handler = self.handlers[env.task]
+            finalize = handler(self, handoff, env.message_id)
+            with unit_of_work(self.engine) as uow:
+                if not claim(uow.session, env.message_id, consumer):
+                    return "duplicate"
+                if not complete(uow.session, handoff.work_id, env.message_id):
+                    uow.session.rollback()
+                    return "lease-lost"
+                finalize(uow)
+                add_event(
+                    uow.session,
+                    saga_id=handoff.saga_id,
+                    actor=consumer,
+                    kind="message",
+                    status="applied",
+                    detail={"message_id": env.message_id, "work_id": handoff.work_id},
+                )
+        with propagation.settle_span(env.queue, env.message_id, self.broker.system, attrs):
+            pass
+        return "applied"
+
+    # -- in-process delivery (inline://, the demo) -----------------------------
+    def drain(self) -> int:
+        """Deliver queued work in this process until none is left."""
+        if not isinstance(self.broker, InlineBroker):
+            return 0
+        handled = 0
+        while True:
+            if self.relay is not None:
+                self.relay.sweep()
+                self.relay.run_once()
+            got = self.broker.drain(lambda env: self._handle_logged(env))
+            handled += got
+            if got == 0:
+                return handled
+
+    def _handle_logged(self, env: Envelope) -> None:
+        try:
+            self.handle(env)
+        except Exception:
+            log.exception("work %s failed; its lease will bring it back", env.message_id)
+
+
+def noop(_uow: UnitOfWork) -> None:
+    """A finalizer that changes nothing but still completes the work."""
+
+
+__all__ = ["App", "Finalizer", "Handler", "noop"]

@@ -1,0 +1,108 @@
+"""The Celery app: queues, routing, reliability settings, and thin tasks.
+
+Broker settings live only here. Each task is named `pressroom.<role>.<action>`,
+routed by glob to its queue, and does one thing: hand the message to
+`App.handle`, which checks the inbox, takes the lease, runs the role through
+the harness and commits the result with the next message.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from celery import Celery, Task
+from celery.signals import worker_process_init
+from kombu import Queue  # type: ignore[attr-defined]
+
+from orchestrator.app import App
+from orchestrator.routing import QUEUES, TASKS
+from outbox.messages import Envelope
+
+_app_lock = threading.Lock()
+_pressroom: App | None = None
+
+
+def pressroom_app() -> App:
+    """The worker process's App, built once from the environment's Settings."""
+    global _pressroom
+    with _app_lock:
+        if _pressroom is None:
+            from orchestrator.bootstrap import build_app
+
+            _pressroom = build_app()
+        return _pressroom
+
+
+def use_app(app: App | None) -> None:
+    """Hand the worker an already built App (tests, the demo)."""
+    global _pressroom
+    with _app_lock:
+        _pressroom = app
+
+
+def make_celery(broker_url: str) -> Celery:
+    celery = Celery("pressroom", broker=broker_url, set_as_current=False)
+    celery.conf.update(
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_ignore_result=True,
+        result_backend=None,
+        task_serializer="json",
+        accept_content=["json"],
+        task_queues=[Queue(q) for q in QUEUES],  # type: ignore[no-untyped-call]
+        task_routes={f"pressroom.{q}.*": {"queue": q} for q in QUEUES},
+        task_default_queue="researcher",
+        broker_connection_retry_on_startup=True,
+        worker_hijack_root_logger=False,
+        worker_send_task_events=False,
+        broker_transport_options={"visibility_timeout": 3600},
+    )
+    for name in TASKS:
+        _register(celery, name)
+    return celery
+
+
+def _register(celery: Celery, name: str) -> None:
+    queue = TASKS[name]
+
+    def run(
+        self: Task,
+        payload: dict[str, Any],
+        message_id: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> str:
+        request_headers = {k: v for k, v in (self.request.headers or {}).items() if isinstance(v, str)}
+        env = Envelope(
+            message_id=message_id or str(self.request.id),
+            task=name,
+            queue=queue,
+            payload=payload,
+            headers=headers or request_headers,
+        )
+        return pressroom_app().handle(env)
+
+    celery.task(name=name, bind=True, acks_late=True, reject_on_worker_lost=True)(run)
+
+
+@worker_process_init.connect  # type: ignore[untyped-decorator]
+def _tracing_after_fork(**_: Any) -> None:
+    # Prefork children must set up their own tracer provider after the fork.
+    from telemetry.setup import configure_after_fork
+
+    configure_after_fork(_service_name())
+
+
+_queues_for_service: list[str] = []
+
+
+def set_worker_queues(queues: list[str]) -> None:
+    _queues_for_service[:] = queues
+
+
+def _service_name() -> str:
+    return "pressroom-worker-" + ("-".join(_queues_for_service) or "all")
+
+
+__all__ = ["make_celery", "pressroom_app", "set_worker_queues", "use_app"]

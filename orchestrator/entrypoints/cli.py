@@ -1,0 +1,214 @@
+"""The `pressroom` command: thin commands over `orchestrator.services`.
+
+`main(argv) -> int`; exceptions become exit codes in one place
+(`errors.exit_code_for`): 0 ok, 2 bad input, 3 not found, 4 refused.
+`--json` prints exactly one JSON object on stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import click
+from rich.console import Console
+
+from orchestrator import services
+from orchestrator.app import App
+from orchestrator.config import Settings
+from orchestrator.entrypoints import render
+from orchestrator.errors import EXIT_BAD_INPUT, PressroomError, exit_code_for
+
+err = Console(stderr=True, highlight=False)
+
+
+class Ctx:
+    def __init__(self) -> None:
+        self._app: App | None = None
+
+    def app(self, service: str = "pressroom-cli") -> App:
+        if self._app is None:
+            from orchestrator.bootstrap import build_app
+            from telemetry.setup import configure_tracing
+
+            configure_tracing(service)
+            self._app = build_app(Settings())
+        return self._app
+
+
+pass_ctx = click.make_pass_decorator(Ctx, ensure=True)
+
+
+def emit(payload: dict[str, Any], as_json: bool, human: Any = None) -> None:
+    if as_json:
+        click.echo(json.dumps(payload, default=str, ensure_ascii=False))
+    elif human is not None:
+        human(payload)
+    else:
+        click.echo(json.dumps(payload, default=str, indent=2, ensure_ascii=False))
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="pressroom")
+def cli() -> None:
+    """Pressroom: briefs in, cited and reviewed documents out, published once per approval."""
+
+
+@cli.command()
+@click.option("--brief", required=True, help="What the document should cover.")
+@click.option("--corpus", required=True, help="Folder of .md/.txt sources.")
+@click.option(
+    "--dest", "dests", multiple=True, required=True, help="site:PATH, git:PATH or webhook:URL (repeatable)."
+)
+@click.option("--as", "actor", default="submitter", show_default=True, help="Who submits.")
+@click.option("--json", "as_json", is_flag=True)
+@pass_ctx
+def submit(ctx: Ctx, brief: str, corpus: str, dests: tuple[str, ...], actor: str, as_json: bool) -> None:
+    """Start a saga: research, write and review a brief."""
+    out = services.submit(ctx.app(), brief=brief, corpus=corpus, destinations=list(dests), actor=actor)
+    emit(out, as_json, render.status)
+
+
+@cli.command()
+@click.argument("saga_id", required=False)
+@click.option("--json", "as_json", is_flag=True)
+@pass_ctx
+def status(ctx: Ctx, saga_id: str | None, as_json: bool) -> None:
+    """One saga's state and destinations, or every saga."""
+    out = services.status(ctx.app(), saga_id)
+    emit(out, as_json, render.status if saga_id else render.saga_list)
+
+
+@cli.command()
+@click.argument("saga_id")
+@click.option("--version", "number", type=int, default=None, help="Version number (default: head).")
+@click.option("--json", "as_json", is_flag=True)
+@pass_ctx
+def show(ctx: Ctx, saga_id: str, number: int | None, as_json: bool) -> None:
+    """A version with its citations and review report."""
+    emit(services.show(ctx.app(), saga_id, number), as_json, render.version)
+
+
+@cli.command()
+@click.argument("saga_id")
+@click.argument("n", type=int)
+@click.argument("m", type=int)
+@pass_ctx
+def diff(ctx: Ctx, saga_id: str, n: int, m: int) -> None:
+    """Unified diff between versions N and M."""
+    click.echo(services.diff(ctx.app(), saga_id, n, m), nl=False)
+
+
+@cli.command()
+@click.argument("saga_id")
+@click.option("--version", "number", type=int, required=True, help="The exact version you read.")
+@click.option("--as", "actor", required=True, help="Your name (not the version's author).")
+@click.option("--expires-in", default=None, help="e.g. 30m, 2h, 1d (default 24h).")
+@click.option("--json", "as_json", is_flag=True)
+@pass_ctx
+def approve(ctx: Ctx, saga_id: str, number: int, actor: str, expires_in: str | None, as_json: bool) -> None:
+    """Approve one exact version for the saga's destinations, once."""
+    out = services.approve(ctx.app(), saga_id, version=number, actor=actor, expires_in=expires_in)
+    emit(out, as_json, render.approval)
+
+
+@cli.command()
+@click.argument("saga_id")
+@click.option("--as", "actor", required=True)
+@click.option("--reason", required=True)
+@click.option("--json", "as_json", is_flag=True)
+@pass_ctx
+def reject(ctx: Ctx, saga_id: str, actor: str, reason: str, as_json: bool) -> None:
+    """Send the saga back to the writer with your reason."""
+    emit(services.reject(ctx.app(), saga_id, actor=actor, reason=reason), as_json, render.status)
+
+
+@cli.command()
+@click.argument("saga_id")
+@click.option("--file", "path", required=True, help="The edited markdown.")
+@click.option("--as", "actor", required=True)
+@click.option("--json", "as_json", is_flag=True)
+@pass_ctx
+def edit(ctx: Ctx, saga_id: str, path: str, actor: str, as_json: bool) -> None:
+    """Make a new version from a file; earlier approvals are void."""
+    emit(services.edit(ctx.app(), saga_id, path=path, actor=actor), as_json, render.status)
+
+
+@cli.command()
+@click.argument("saga_id")
+@click.option("--as", "actor", required=True)
+@click.option("--json", "as_json", is_flag=True)
+@pass_ctx
+def cancel(ctx: Ctx, saga_id: str, actor: str, as_json: bool) -> None:
+    """Cancel a saga, compensating anything it published."""
+    emit(services.cancel(ctx.app(), saga_id, actor=actor), as_json, render.status)
+
+
+@cli.command()
+@click.argument("saga_id")
+@click.option("--dest", "destination", required=True)
+@click.option("--outcome", type=click.Choice(["confirmed", "absent"]), required=True)
+@click.option("--as", "actor", required=True)
+@click.option("--reason", required=True)
+@click.option("--json", "as_json", is_flag=True)
+@pass_ctx
+def reconcile(
+    ctx: Ctx, saga_id: str, destination: str, outcome: str, actor: str, reason: str, as_json: bool
+) -> None:
+    """Settle an uncertain step: the effect is confirmed, or absent."""
+    out = services.reconcile(
+        ctx.app(), saga_id, destination=destination, outcome=outcome, actor=actor, reason=reason
+    )
+    emit(out, as_json, render.status)
+
+
+@cli.command()
+@click.argument("saga_id")
+@click.option("--json", "as_json", is_flag=True)
+@pass_ctx
+def history(ctx: Ctx, saga_id: str, as_json: bool) -> None:
+    """Every event of a saga, with its phase times."""
+    emit(services.history(ctx.app(), saga_id), as_json, render.history)
+
+
+@cli.command()
+@click.argument("saga_id")
+@click.option("--spans", "span_file", default=None, help="A JSON-lines span file to draw as well.")
+@pass_ctx
+def trace(ctx: Ctx, saga_id: str, span_file: str | None) -> None:
+    """A waterfall of each action's proposal, authorization, send and ack."""
+    render.trace(services.history(ctx.app(), saga_id), span_file)
+
+
+from orchestrator.entrypoints import processes  # noqa: E402  (registers worker, relay, serve, mcp, demo, …)
+
+processes.register(cli, pass_ctx)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        cli.main(args=list(argv) if argv is not None else None, prog_name="pressroom", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code or 0)
+    except click.Abort:
+        err.print("aborted")
+        return 1
+    except click.UsageError as exc:
+        err.print(f"error: {exc.format_message()}", markup=False)
+        return EXIT_BAD_INPUT
+    except click.ClickException as exc:
+        err.print(f"error: {exc.format_message()}", markup=False)
+        return exc.exit_code
+    except PressroomError as exc:
+        err.print(f"error: {exc}", markup=False)
+        return exit_code_for(exc)
+    return 0
+
+
+def run() -> None:
+    sys.exit(main())
+
+
+__all__ = ["cli", "main", "run"]

@@ -1,0 +1,315 @@
+"""Use cases: what the CLI, the HTTP API and the MCP server ask Pressroom to do.
+
+Each mutating use case is one unit of work: the state change, its events and
+its outgoing messages commit together (invariant 8). With the in-process
+broker, queued work is delivered before the call returns.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlmodel import Session, col, select
+
+from orchestrator import views
+from orchestrator.app import App
+from orchestrator.errors import ApprovalRefused, InvalidInput, NotFound, Refused, StaleVersion
+from orchestrator.harness.approvals import ApprovalBinding, mint, session_for
+from orchestrator.harness.capabilities import ROLE_CAPABILITIES
+from orchestrator.routing import DRAFT, PUBLISH, RESEARCH, REVIEW
+from orchestrator.store.db import unit_of_work
+from orchestrator.store.harness_store import add_event
+from orchestrator.store.tables import ApprovalRow, SagaRow, utcnow
+from orchestrator.store.work import abandon_open_work
+from sagas import records
+from sagas.destinations.registry import parse_destination
+from sagas.machine import SagaEvent, SagaState
+from telemetry import metrics, spans
+
+MAX_BRIEF = 4000
+
+
+def _name(value: str, what: str = "--as") -> str:
+    value = (value or "").strip()
+    if not value or len(value) > 100 or any(ch in value for ch in "\n\r\t"):
+        raise InvalidInput(f"{what} needs a person's name (1-100 characters on one line)")
+    return value
+
+
+def parse_duration(text: str) -> timedelta:
+    """`90`, `90s`, `30m`, `2h`, `1d` → a positive timedelta."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", text or "")
+    if not m:
+        raise InvalidInput(f"not a duration: {text!r} (use e.g. 90s, 30m, 2h, 1d)")
+    value = float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
+    if value <= 0:
+        raise InvalidInput("a duration must be positive")
+    return timedelta(seconds=value)
+
+
+def submit(app: App, *, brief: str, corpus: str, destinations: list[str], actor: str) -> dict[str, Any]:
+    brief = (brief or "").strip()
+    if not brief:
+        raise InvalidInput("the brief is empty")
+    if len(brief) > MAX_BRIEF:
+        raise InvalidInput(f"the brief is longer than {MAX_BRIEF} characters")
+    root = Path(corpus).expanduser()
+    if not root.is_dir():
+        raise InvalidInput(f"corpus folder not found: {corpus}")
+    if not destinations:
+        raise InvalidInput("at least one --dest is needed")
+    for uri in destinations:
+        parse_destination(uri)
+        if ".." in Path(uri.split(":", 1)[1]).parts:
+            raise InvalidInput(f"destination path must not contain '..': {uri}")
+    if len(set(destinations)) != len(destinations):
+        raise InvalidInput("a destination is named twice")
+    actor = _name(actor)
+    with unit_of_work(app.engine) as uow:
+        saga = SagaRow(
+            brief=brief,
+            corpus=str(root.resolve()),
+            destinations=list(destinations),
+            state=SagaState.PREPARING.value,
+            created_by=actor,
+        )
+        uow.session.add(saga)
+        uow.session.flush()
+        add_event(
+            uow.session,
+            saga_id=saga.id,
+            actor=actor,
+            kind="saga",
+            status="submitted",
+            detail={"destinations": destinations, "corpus": saga.corpus},
+        )
+        app.dispatch(
+            uow, saga_id=saga.id, task=RESEARCH, capabilities=tuple(sorted(ROLE_CAPABILITIES["researcher"]))
+        )
+        saga_id = saga.id
+    app.drain()
+    return status(app, saga_id)
+
+
+def status(app: App, saga_id: str | None = None) -> dict[str, Any]:
+    with Session(app.engine) as s:
+        if saga_id is None:
+            rows = s.exec(select(SagaRow).order_by(col(SagaRow.created_at).desc()).limit(200)).all()
+            return {"sagas": [views.saga_summary(s, row) for row in rows]}
+        return views.saga_status(s, records.find_saga(s, saga_id))
+
+
+def show(app: App, saga_id: str, version: int | None = None) -> dict[str, Any]:
+    with Session(app.engine) as s:
+        saga = records.find_saga(s, saga_id)
+        number = version if version is not None else saga.head_version
+        if number == 0:
+            raise NotFound(f"saga {saga.id} has no version yet ({saga.state})")
+        return views.version_view(s, saga, records.version(s, saga.id, number))
+
+
+def diff(app: App, saga_id: str, a: int, b: int) -> str:
+    with Session(app.engine) as s:
+        saga = records.find_saga(s, saga_id)
+        va, vb = records.version(s, saga.id, a), records.version(s, saga.id, b)
+        lines = difflib.unified_diff(
+            va.markdown.splitlines(keepends=True),
+            vb.markdown.splitlines(keepends=True),
+            fromfile=f"v{a} {va.digest[:12]}",
+            tofile=f"v{b} {vb.digest[:12]}",
+        )
+        return "".join(lines)
+
+
+def history(app: App, saga_id: str) -> dict[str, Any]:
+    with Session(app.engine) as s:
+        saga = records.find_saga(s, saga_id)
+        return {"saga_id": saga.id, "events": views.events(s, saga.id)}
+
+
+def approve(
+    app: App, saga_id: str, *, version: int, actor: str, expires_in: str | None = None
+) -> dict[str, Any]:
+    actor = _name(actor)
+    ttl = parse_duration(expires_in) if expires_in else timedelta(seconds=app.settings.approval_ttl)
+    with unit_of_work(app.engine) as uow:
+        s = uow.session
+        saga = records.find_saga(s, saga_id)
+        saga = records.load_saga(s, saga.id, lock=True)
+        if saga.state != SagaState.READY_FOR_REVIEW:
+            raise Refused(f"saga {saga.id} is {saga.state}; only a saga in ready-for-review can be approved")
+        if version != saga.head_version:
+            raise StaleVersion(f"version {version} is not the head (v{saga.head_version}) of saga {saga.id}")
+        head = records.version(s, saga.id, version)
+        if head.author == actor:
+            raise ApprovalRefused(f"{actor} wrote version {version} and cannot approve it")
+        now = utcnow()
+        binding = ApprovalBinding(
+            saga_id=saga.id,
+            version=version,
+            version_digest=head.digest,
+            destinations=tuple(saga.destinations),
+            session=session_for(saga.id, saga.run),
+            approver=actor,
+            expires_at=now + ttl,
+        )
+        row = ApprovalRow(
+            saga_id=saga.id,
+            version=version,
+            version_digest=head.digest,
+            destinations=list(saga.destinations),
+            session=binding.session,
+            approver=actor,
+            issued_at=now,
+            expires_at=binding.expires_at,
+            token=mint(binding, app.signing_key),
+        )
+        s.add(row)
+        records.transition(
+            s, saga, SagaEvent.APPROVED, actor=actor, detail={"version": version, "approval_id": row.id}
+        )
+        app.dispatch(
+            uow,
+            saga_id=saga.id,
+            task=PUBLISH,
+            version=version,
+            version_digest=head.digest,
+            capabilities=tuple(sorted(ROLE_CAPABILITIES["publisher"])),
+        )
+        if saga.ready_at is not None:
+            waited = (now - saga.ready_at).total_seconds()
+            metrics.record_approval_wait(waited)
+            spans.approval_wait_span(saga.id, version, _ns(saga.ready_at), _ns(now), actor)
+        out = {
+            "approval_id": row.id,
+            "saga_id": saga.id,
+            "version": version,
+            "version_digest": head.digest,
+            "destinations": list(saga.destinations),
+            "approver": actor,
+            "expires_at": views.iso(binding.expires_at),
+        }
+    app.drain()
+    return out
+
+
+def _ns(moment: datetime) -> int:
+    return int(moment.timestamp() * 1_000_000_000)
+
+
+def reject(app: App, saga_id: str, *, actor: str, reason: str) -> dict[str, Any]:
+    actor = _name(actor)
+    if not (reason or "").strip():
+        raise InvalidInput("--reason is empty")
+    with unit_of_work(app.engine) as uow:
+        saga = records.load_saga(uow.session, records.find_saga(uow.session, saga_id).id, lock=True)
+        records.transition(uow.session, saga, SagaEvent.REJECTED, actor=actor, reason=reason)
+        records.void_approvals(uow.session, saga.id, reason="rejected")
+        head = records.head(uow.session, saga)
+        saga.review_rounds = 0
+        app.dispatch(
+            uow,
+            saga_id=saga.id,
+            task=DRAFT,
+            version=saga.head_version,
+            version_digest=head.digest if head else None,
+            note=f"rejected by {actor}: {reason}"[:500],
+            capabilities=tuple(sorted(ROLE_CAPABILITIES["writer"])),
+        )
+        sid = saga.id
+    app.drain()
+    return status(app, sid)
+
+
+def edit(app: App, saga_id: str, *, path: str, actor: str) -> dict[str, Any]:
+    actor = _name(actor)
+    file = Path(path)
+    if not file.is_file():
+        raise InvalidInput(f"file not found: {path}")
+    try:
+        markdown = file.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise InvalidInput(f"{path} is not UTF-8 text") from None
+    if not markdown.strip():
+        raise InvalidInput(f"{path} is empty")
+    with unit_of_work(app.engine) as uow:
+        s = uow.session
+        saga = records.load_saga(s, records.find_saga(s, saga_id).id, lock=True)
+        previous = records.head(s, saga)
+        if previous is not None and previous.markdown == markdown:
+            raise InvalidInput("the file is identical to the head version")
+        records.transition(s, saga, SagaEvent.EDITED, actor=actor, reason=f"edited by {actor}")
+        kept = [c for c in (previous.citations if previous else []) if c.get("marker", "") in markdown]
+        title = views.title_of(markdown, previous.title if previous else "Untitled")
+        new = records.add_version(
+            s,
+            saga,
+            title=title,
+            markdown=markdown,
+            author=actor,
+            citations=kept,
+            evidence_digest=previous.evidence_digest if previous else None,
+        )
+        app.dispatch(
+            uow,
+            saga_id=saga.id,
+            task=REVIEW,
+            version=new.number,
+            version_digest=new.digest,
+            capabilities=tuple(sorted(ROLE_CAPABILITIES["reviewer"])),
+        )
+        sid = saga.id
+    app.drain()
+    return status(app, sid)
+
+
+def cancel(app: App, saga_id: str, *, actor: str) -> dict[str, Any]:
+    from sagas.reconcile import cancel_saga
+
+    actor = _name(actor)
+    with Session(app.engine) as s:
+        sid = records.find_saga(s, saga_id).id
+    cancel_saga(app, sid, actor=actor)
+    app.drain()
+    return status(app, sid)
+
+
+def reconcile(
+    app: App, saga_id: str, *, destination: str, outcome: str, actor: str, reason: str
+) -> dict[str, Any]:
+    from sagas.reconcile import reconcile_step
+
+    actor = _name(actor)
+    if outcome not in ("confirmed", "absent"):
+        raise InvalidInput("--outcome must be confirmed or absent")
+    if not (reason or "").strip():
+        raise InvalidInput("--reason is empty")
+    with Session(app.engine) as s:
+        sid = records.find_saga(s, saga_id).id
+    reconcile_step(app, sid, destination=destination, outcome=outcome, actor=actor, reason=reason)
+    app.drain()
+    return status(app, sid)
+
+
+def abandon(app: App, saga_id: str) -> None:
+    with unit_of_work(app.engine) as uow:
+        abandon_open_work(uow.session, saga_id)
+
+
+__all__ = [
+    "approve",
+    "cancel",
+    "diff",
+    "edit",
+    "history",
+    "parse_duration",
+    "reconcile",
+    "reject",
+    "show",
+    "status",
+    "submit",
+]

@@ -1,0 +1,204 @@
+"""Role handlers: what a researcher, writer or reviewer does with one handoff.
+
+Each handler narrows its capabilities (C_child = C_parent ∩ C_task ∩ C_role,
+refusing a handoff that asks for more than the role may have), runs its
+planner through the harness, and returns a finalizer that commits the saga's
+next state with the next handoff, in the consumer's transaction.
+"""
+
+from __future__ import annotations
+
+from sqlmodel import Session
+
+from orchestrator.app import App, Finalizer, noop
+from orchestrator.errors import PolicyRefused
+from orchestrator.harness.capabilities import ROLE_CAPABILITIES, narrow, require_within
+from orchestrator.harness.engine import Caller
+from orchestrator.harness.loop import LoopLimits, run_loop
+from orchestrator.harness.ports import Planner
+from orchestrator.routing import DRAFT, REVIEW, TASKS
+from orchestrator.store.db import UnitOfWork
+from outbox.messages import ArtifactRef, Handoff
+from roles.artifacts import Evidence
+from roles.planners import ResearchPlanner, ReviewPlanner, WriterPlanner
+from roles.tools import load_artifact, store_artifact
+from sagas import records
+from sagas.machine import SagaEvent, SagaState
+from telemetry import names
+
+LIMITS = LoopLimits(max_steps=12, budget=16, deadline_seconds=300)
+
+
+def capabilities_for(role: str, handoff: Handoff) -> frozenset[str]:
+    role_caps = ROLE_CAPABILITIES[role]
+    asked = frozenset(handoff.capabilities)
+    require_within(asked, role_caps, who=f"a handoff to the {role}")
+    return narrow(asked, role_caps, role_caps)
+
+
+def _caller(role: str, handoff: Handoff) -> Caller:
+    return Caller(
+        actor=role,
+        capabilities=capabilities_for(role, handoff),
+        saga_id=handoff.saga_id,
+        span_attributes={names.ATTR_SAGA_ID: handoff.saga_id},
+    )
+
+
+def _fail(saga_id: str, actor: str, reason: str) -> Finalizer:
+    def finalize(uow: UnitOfWork) -> None:
+        saga = records.load_saga(uow.session, saga_id, lock=True)
+        if saga.state == SagaState.PREPARING:
+            records.transition(uow.session, saga, SagaEvent.PREPARATION_FAILED, actor=actor, reason=reason)
+
+    return finalize
+
+
+def _preparing(app: App, saga_id: str) -> bool:
+    with Session(app.engine) as s:
+        return records.load_saga(s, saga_id).state == SagaState.PREPARING
+
+
+def _run(app: App, role: str, handoff: Handoff, planner: Planner) -> str | None:
+    """Run the planner; the reason it stopped early, or None when it finished."""
+    try:
+        caller = _caller(role, handoff)
+    except PolicyRefused as exc:
+        return str(exc)
+    outcome = run_loop(app.harness, planner, caller, LIMITS)
+    return None if outcome.finished else outcome.stop_reason
+
+
+def research_handler(app: App, handoff: Handoff, holder: str) -> Finalizer:
+    if not _preparing(app, handoff.saga_id):
+        return noop
+    planner = ResearchPlanner(handoff.saga_id)
+    stopped = _run(app, "researcher", handoff, planner)
+    if stopped or planner.evidence is None:
+        return _fail(handoff.saga_id, "researcher", f"research stopped: {stopped or 'no evidence'}")
+    evidence = Evidence.model_validate(planner.evidence)
+    if not evidence.passages:
+        why = "no passage in the corpus matches the brief"
+        if evidence.files_read == 0:
+            why = "the corpus has no readable .md or .txt file"
+            if evidence.skipped:
+                why += " (skipped: " + "; ".join(f"{s.path}: {s.reason}" for s in evidence.skipped[:5]) + ")"
+        return _fail(handoff.saga_id, "researcher", why)
+
+    def finalize(uow: UnitOfWork) -> None:
+        digest = store_artifact(uow.session, handoff.saga_id, "evidence", evidence)
+        app.dispatch(
+            uow,
+            saga_id=handoff.saga_id,
+            task=DRAFT,
+            artifacts=(ArtifactRef(kind="evidence", digest=digest),),
+            capabilities=tuple(sorted(ROLE_CAPABILITIES[TASKS[DRAFT]])),
+        )
+
+    return finalize
+
+
+def _ref(handoff: Handoff, kind: str) -> str | None:
+    return next((a.digest for a in handoff.artifacts if a.kind == kind), None)
+
+
+def draft_handler(app: App, handoff: Handoff, holder: str) -> Finalizer:
+    if not _preparing(app, handoff.saga_id):
+        return noop
+    evidence_digest = _ref(handoff, "evidence")
+    if evidence_digest is None:
+        with Session(app.engine) as s:
+            head = records.head(s, records.load_saga(s, handoff.saga_id))
+            evidence_digest = head.evidence_digest if head else None
+    if evidence_digest is None:
+        return _fail(handoff.saga_id, "writer", "no evidence to write from")
+    planner = WriterPlanner(
+        handoff.saga_id, evidence_digest, handoff.round, _ref(handoff, "review"), handoff.note
+    )
+    stopped = _run(app, "writer", handoff, planner)
+    if stopped or planner.result is None:
+        return _fail(handoff.saga_id, "writer", f"writing stopped: {stopped or 'no draft'}")
+    draft_digest = str(planner.result["draft_digest"])
+
+    def finalize(uow: UnitOfWork) -> None:
+        s = uow.session
+        saga = records.load_saga(s, handoff.saga_id, lock=True)
+        body = load_artifact(s, draft_digest)
+        version = records.add_version(
+            s,
+            saga,
+            title=body["title"],
+            markdown=body["markdown"],
+            author="writer",
+            citations=body["citations"],
+            evidence_digest=evidence_digest,
+        )
+        app.dispatch(
+            uow,
+            saga_id=saga.id,
+            task=REVIEW,
+            version=version.number,
+            version_digest=version.digest,
+            round=handoff.round,
+            artifacts=(ArtifactRef(kind="evidence", digest=evidence_digest),),
+            capabilities=tuple(sorted(ROLE_CAPABILITIES[TASKS[REVIEW]])),
+        )
+
+    return finalize
+
+
+def review_handler(app: App, handoff: Handoff, holder: str) -> Finalizer:
+    with Session(app.engine) as s:
+        saga = records.load_saga(s, handoff.saga_id)
+        if saga.state != SagaState.PREPARING or handoff.version != saga.head_version:
+            return noop
+        version = records.version(s, saga.id, saga.head_version)
+        sources = sorted({c["source"] for c in version.citations if "source" in c})
+        number, digest, evidence_digest = version.number, version.digest, version.evidence_digest
+    planner = ReviewPlanner(handoff.saga_id, number, digest, sources)
+    stopped = _run(app, "reviewer", handoff, planner)
+    if stopped or planner.result is None:
+        return _fail(handoff.saga_id, "reviewer", f"review stopped: {stopped or 'no report'}")
+    review_digest = str(planner.result["review_digest"])
+    max_rounds = app.settings.max_review_rounds
+
+    def finalize(uow: UnitOfWork) -> None:
+        s = uow.session
+        saga = records.load_saga(s, handoff.saga_id, lock=True)
+        report = load_artifact(s, review_digest)
+        row = records.version(s, saga.id, number)
+        row.review = report
+        s.add(row)
+        if report["verdict"] == "pass":
+            records.transition(s, saga, SagaEvent.REVIEW_PASSED, actor="reviewer", detail={"version": number})
+            return
+        rules = sorted({f["rule"] for f in report["findings"] if f.get("severity", "error") == "error"})
+        if saga.review_rounds >= max_rounds:
+            records.transition(
+                s,
+                saga,
+                SagaEvent.PREPARATION_FAILED,
+                actor="reviewer",
+                reason=f"review still requests changes after {saga.review_rounds} revision rounds: {', '.join(rules)}",
+            )
+            return
+        saga.review_rounds += 1
+        s.add(saga)
+        refs = [ArtifactRef(kind="review", digest=review_digest)]
+        if evidence_digest:
+            refs.append(ArtifactRef(kind="evidence", digest=evidence_digest))
+        app.dispatch(
+            uow,
+            saga_id=saga.id,
+            task=DRAFT,
+            round=saga.review_rounds,
+            version=number,
+            version_digest=digest,
+            artifacts=tuple(refs),
+            capabilities=tuple(sorted(ROLE_CAPABILITIES[TASKS[DRAFT]])),
+        )
+
+    return finalize
+
+
+__all__ = ["capabilities_for", "draft_handler", "research_handler", "review_handler"]

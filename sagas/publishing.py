@@ -1,0 +1,219 @@
+"""The publishing tools: `publish` (high risk), `publish.status`, `publish.compensate`.
+
+Each goes through the harness like any other tool: `publish` needs an
+approval bound to (saga, version digest, destination set, session), its
+business key is derived from (saga, destination, version digest), its status
+probe asks the destination about that key, and its compensation undoes the
+publish by key. Recorders update the step rows in the same transaction that
+records the result.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from sqlmodel import Session, select
+
+from orchestrator.errors import InvalidInput, Refused
+from orchestrator.harness.digests import business_key
+from orchestrator.harness.spec import ProbeAnswer, Risk, ToolContext, ToolResult, ToolSpec, ToolStatus
+from orchestrator.store.db import UnitOfWork
+from orchestrator.store.tables import SagaRow, StepRow, VersionRow, utcnow
+from sagas import records
+from sagas.destinations.base import Destination, PublishedVersion
+from sagas.destinations.registry import slugify
+from sagas.machine import SagaEvent, SagaState
+from telemetry import metrics
+
+DIGEST = r"^[0-9a-f]{64}$"
+
+
+class PublishArgs(BaseModel):
+    """Publish one approved version of a saga to one of its destinations."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    saga_id: str = Field(min_length=1, max_length=64)
+    destination: str = Field(
+        min_length=3, max_length=2048, description="a URI from the saga's destination set"
+    )
+    version_digest: str = Field(pattern=DIGEST, description="sha256 of the approved version's markdown")
+
+
+class CompensateArgs(BaseModel):
+    """Undo the publish of one step, by its idempotency key."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    saga_id: str = Field(min_length=1, max_length=64)
+    destination: str = Field(min_length=3, max_length=2048)
+    version_digest: str = Field(pattern=DIGEST)
+
+
+class Receipt(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+def publish_key(args: PublishArgs | CompensateArgs) -> str:
+    return business_key(args.saga_id, args.destination, args.version_digest)
+
+
+class PublishingTools:
+    """Builds the specs; holds how to open a destination and reach the database."""
+
+    def __init__(self, engine: Any, open_destination: Any) -> None:
+        self.engine = engine
+        self.open_destination = open_destination
+
+    def specs(self) -> list[ToolSpec]:
+        return [
+            ToolSpec(
+                name="publish",
+                description="Publish an approved version to one destination. High risk: needs a person's "
+                "approval of this exact version and destination set; answered once per business key.",
+                input_model=PublishArgs,
+                risk=Risk.HIGH_RISK,
+                executor=self._publish,
+                output_model=Receipt,
+                key=publish_key,
+                status_probe=self._probe,
+                compensation=self._compensate_by_key,
+                approval_scope=lambda a: (a.saga_id, a.version_digest, a.destination),
+                recorder=self._record_publish,
+            ),
+            ToolSpec(
+                name="publish.status",
+                description="Ask a destination whether the publish of a version under its key is applied.",
+                input_model=PublishArgs,
+                risk=Risk.READ_ONLY,
+                executor=self._status,
+            ),
+            ToolSpec(
+                name="publish.compensate",
+                description="Undo a publish by its key (a revert commit, a restored page, an HTTP DELETE).",
+                input_model=CompensateArgs,
+                risk=Risk.REVERSIBLE_WRITE,
+                executor=self._compensate,
+                key=lambda a: "undo-" + publish_key(a),
+                recorder=self._record_compensation,
+            ),
+        ]
+
+    # -- executors ----------------------------------------------------------
+    def _publish(self, ctx: ToolContext, args: PublishArgs) -> dict[str, Any]:
+        with Session(self.engine) as s:
+            saga, version = _saga_and_version(s, args)
+            if saga.state not in (SagaState.APPROVED, SagaState.EXECUTING):
+                raise Refused(f"saga {saga.id} is {saga.state}; publishing needs approved or executing")
+            published = PublishedVersion(
+                saga_id=saga.id,
+                version=version.number,
+                version_digest=version.digest,
+                title=version.title,
+                slug=slugify(version.title),
+                markdown=version.markdown,
+            )
+        dest = self.open_destination(args.destination)
+        started = time.monotonic()
+        outcome = "error"
+        try:
+            receipt: dict[str, Any] = dest.publish(publish_key(args), published)
+            outcome = "applied"
+            return receipt
+        finally:
+            metrics.record_destination_latency(_scheme(args.destination), time.monotonic() - started, outcome)
+
+    def _status(self, ctx: ToolContext, args: PublishArgs) -> dict[str, Any]:
+        answer = self.open_destination(args.destination).status(publish_key(args))
+        dumped: dict[str, Any] = answer.model_dump(mode="json")
+        return dumped
+
+    def _probe(self, ctx: ToolContext, key: str) -> ProbeAnswer:
+        uri = ctx.arguments.destination if isinstance(ctx.arguments, PublishArgs) else self._uri_of(key)
+        if uri is None:
+            return ProbeAnswer(kind="unknown", detail="no step holds this key")
+        answer = self.open_destination(uri).status(key)
+        return ProbeAnswer(kind=answer.kind, receipt=answer.receipt, detail=answer.detail)
+
+    def _compensate(self, ctx: ToolContext, args: CompensateArgs) -> dict[str, Any]:
+        key = publish_key(args)
+        with Session(self.engine) as s:
+            step = s.exec(
+                select(StepRow).where(StepRow.saga_id == args.saga_id, StepRow.uri == args.destination)
+            ).first()
+            receipt = (step.receipt if step else None) or {}
+        self._compensate_by_key(ctx, key, receipt)
+        return {"compensated": key}
+
+    def _uri_of(self, key: str) -> str | None:
+        with Session(self.engine) as s:
+            step = s.exec(select(StepRow).where(StepRow.idempotency_key == key)).first()
+            return step.uri if step else None
+
+    def _compensate_by_key(self, ctx: ToolContext, key: str, receipt: dict[str, Any]) -> None:
+        args = ctx.arguments
+        uri = args.destination if isinstance(args, PublishArgs | CompensateArgs) else self._uri_of(key)
+        if uri is None:
+            raise InvalidInput(f"no step holds key {key}")
+        dest: Destination = self.open_destination(uri)
+        dest.compensate(key, receipt)
+
+    # -- recorders (inside the transaction that records the result) ------------
+    def _record_publish(
+        self, uow: UnitOfWork, ctx: ToolContext, args: PublishArgs, result: ToolResult
+    ) -> None:
+        if result.status is not ToolStatus.OK:
+            return
+        s = uow.session
+        saga = records.load_saga(s, args.saga_id, lock=True)
+        step = _step(s, saga, args.destination)
+        step.state = "done"
+        step.receipt = result.output if isinstance(result.output, dict) else {"value": result.output}
+        step.idempotency_key = publish_key(args)
+        step.version_digest = args.version_digest
+        step.updated_at = utcnow()
+        s.add(step)
+        if saga.state == SagaState.APPROVED:
+            records.transition(s, saga, SagaEvent.EXECUTION_STARTED, actor=ctx.actor)
+
+    def _record_compensation(
+        self, uow: UnitOfWork, ctx: ToolContext, args: CompensateArgs, result: ToolResult
+    ) -> None:
+        if result.status is not ToolStatus.OK:
+            return
+        s = uow.session
+        saga = records.load_saga(s, args.saga_id)
+        step = _step(s, saga, args.destination)
+        step.state = "compensated"
+        step.updated_at = utcnow()
+        s.add(step)
+
+
+def _saga_and_version(s: Session, args: PublishArgs) -> tuple[SagaRow, VersionRow]:
+    saga = records.load_saga(s, args.saga_id)
+    if args.destination not in saga.destinations:
+        raise InvalidInput(f"{args.destination} is not a destination of saga {saga.id}")
+    version = s.exec(
+        select(VersionRow).where(VersionRow.saga_id == saga.id, VersionRow.digest == args.version_digest)
+    ).first()
+    if version is None:
+        raise InvalidInput(f"saga {saga.id} has no version with digest {args.version_digest[:12]}…")
+    if version.number != saga.head_version:
+        raise Refused(f"version {version.number} is not the head of saga {saga.id}")
+    return saga, version
+
+
+def _step(s: Session, saga: SagaRow, uri: str) -> StepRow:
+    step = s.exec(select(StepRow).where(StepRow.saga_id == saga.id, StepRow.uri == uri)).first()
+    if step is None:
+        step = StepRow(saga_id=saga.id, uri=uri, position=saga.destinations.index(uri))
+    return step
+
+
+def _scheme(uri: str) -> str:
+    return uri.split(":", 1)[0]
+
+
+__all__ = ["CompensateArgs", "PublishArgs", "PublishingTools", "publish_key"]

@@ -1,0 +1,110 @@
+"""What only a person may do to an `effect-unknown` saga: reconcile or cancel.
+
+`reconcile confirmed` records the outcome (a receipt from the destination's
+status when it has one, else the person's word) and goes on without calling
+the destination again; `reconcile absent` lets the step run again with the
+same key. `cancel` compensates what was (or may have been) published, in
+reverse order. Each writes an event naming the person and the reason.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlmodel import Session
+
+from orchestrator.app import App
+from orchestrator.errors import InvalidInput, Refused
+from orchestrator.harness.capabilities import ROLE_CAPABILITIES
+from orchestrator.harness.engine import Caller
+from orchestrator.routing import PUBLISH
+from orchestrator.store.db import unit_of_work
+from orchestrator.store.harness_store import add_event
+from orchestrator.store.tables import LedgerRow, utcnow
+from orchestrator.store.work import abandon_open_work
+from sagas import records
+from sagas.machine import SagaEvent, SagaState, apply
+from sagas.runner import compensate
+
+
+def reconcile_step(
+    app: App, saga_id: str, *, destination: str, outcome: str, actor: str, reason: str
+) -> None:
+    with Session(app.engine) as s:
+        saga = records.load_saga(s, saga_id)
+        apply(saga.state, SagaEvent.RECONCILED)
+        step = next((st for st in records.steps(s, saga_id) if st.uri == destination), None)
+        if step is None:
+            raise InvalidInput(f"{destination} is not a destination of saga {saga_id}")
+        if step.state != "uncertain":
+            raise Refused(f"step {destination} is {step.state}, not uncertain")
+        key = step.idempotency_key
+    receipt: dict[str, Any] = {"reconciled_by": actor, "reason": reason}
+    if outcome == "confirmed" and key:
+        try:
+            answer = app.open_destination(destination).status(key)
+            if answer.kind == "applied" and answer.receipt:
+                receipt = {**answer.receipt, "reconciled_by": actor}
+        except Exception:
+            pass  # the person's word stands; the destination is not called to publish
+    with unit_of_work(app.engine) as uow:
+        s = uow.session
+        saga = records.load_saga(s, saga_id, lock=True)
+        step = next(st for st in records.steps(s, saga_id) if st.uri == destination)
+        if step.state != "uncertain":
+            raise Refused(f"step {destination} is {step.state}, not uncertain")
+        ledger = s.get(LedgerRow, key, with_for_update=True) if key else None
+        if ledger is not None:
+            ledger.status = "done" if outcome == "confirmed" else "absent"
+            ledger.result = receipt if outcome == "confirmed" else None
+            ledger.updated_at = utcnow()
+            s.add(ledger)
+        step.state = "done" if outcome == "confirmed" else "pending"
+        step.receipt = receipt if outcome == "confirmed" else None
+        step.updated_at = utcnow()
+        s.add(step)
+        add_event(
+            s,
+            saga_id=saga_id,
+            actor=actor,
+            kind="reconcile",
+            status=outcome,
+            detail={"destination": destination, "key": key, "reason": reason, "outcome": outcome},
+        )
+        records.transition(
+            s, saga, SagaEvent.RECONCILED, actor=actor, reason=f"reconciled {outcome}: {reason}"
+        )
+        head = records.head(s, saga)
+        app.dispatch(
+            uow,
+            saga_id=saga_id,
+            task=PUBLISH,
+            version=saga.head_version,
+            version_digest=head.digest if head else None,
+            capabilities=tuple(sorted(ROLE_CAPABILITIES["publisher"])),
+        )
+
+
+def cancel_saga(app: App, saga_id: str, *, actor: str) -> None:
+    with Session(app.engine) as s:
+        saga = records.load_saga(s, saga_id)
+        apply(saga.state, SagaEvent.CANCELLED)
+        state = saga.state
+        head = records.head(s, saga)
+        to_undo = [st.uri for st in records.steps(s, saga_id) if st.state in ("done", "uncertain")]
+    left: list[str] = []
+    if state == SagaState.EFFECT_UNKNOWN and head is not None:
+        caller = Caller(actor=actor, capabilities=ROLE_CAPABILITIES["publisher"], saga_id=saga_id)
+        left = compensate(app, caller, saga_id, list(reversed(to_undo)), head.digest)
+    if left:
+        raise Refused(f"could not compensate {', '.join(left)}; the saga stays effect-unknown", left=left)
+    with unit_of_work(app.engine) as uow:
+        saga = records.load_saga(uow.session, saga_id, lock=True)
+        records.transition(
+            uow.session, saga, SagaEvent.CANCELLED, actor=actor, reason=f"cancelled by {actor}"
+        )
+        records.void_approvals(uow.session, saga_id, reason="cancelled")
+        abandon_open_work(uow.session, saga_id)
+
+
+__all__ = ["cancel_saga", "reconcile_step"]

@@ -1,0 +1,162 @@
+"""Saga rows and their changes: every transition writes its event.
+
+Callers pass the session of their unit of work, so a transition, its event
+and its outgoing messages commit together.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlmodel import Session, col, select
+
+from orchestrator.errors import NotFound
+from orchestrator.harness.digests import text_digest
+from orchestrator.store.harness_store import add_event
+from orchestrator.store.tables import ApprovalRow, SagaRow, StepRow, VersionRow, utcnow
+from sagas.machine import SagaEvent, SagaState, apply
+
+
+def load_saga(session: Session, saga_id: str, *, lock: bool = False) -> SagaRow:
+    saga = session.get(SagaRow, saga_id, with_for_update=lock)
+    if saga is None:
+        raise NotFound(f"no saga {saga_id!r}", saga_id=saga_id)
+    return saga
+
+
+def find_saga(session: Session, prefix: str) -> SagaRow:
+    """A saga by id or unique id prefix (at least 6 characters)."""
+    saga = session.get(SagaRow, prefix)
+    if saga is not None:
+        return saga
+    if len(prefix) >= 6:
+        rows = session.exec(select(SagaRow).where(col(SagaRow.id).startswith(prefix)).limit(2)).all()
+        if len(rows) == 1:
+            return rows[0]
+    raise NotFound(f"no saga {prefix!r}", saga_id=prefix)
+
+
+def transition(
+    session: Session,
+    saga: SagaRow,
+    event: SagaEvent,
+    *,
+    actor: str,
+    reason: str | None = None,
+    detail: dict[str, Any] | None = None,
+) -> SagaState:
+    """Apply `event` (or raise `IllegalTransition`) and record it."""
+    before = saga.state
+    after = apply(before, event)
+    saga.state = after.value
+    saga.updated_at = utcnow()
+    if reason is not None:
+        saga.reason = reason
+    if after is SagaState.READY_FOR_REVIEW:
+        saga.ready_at = saga.updated_at
+    session.add(saga)
+    add_event(
+        session,
+        saga_id=saga.id,
+        actor=actor,
+        kind="transition",
+        status=after.value,
+        detail={"from": before, "to": after.value, "event": event.value, "reason": reason, **(detail or {})},
+    )
+    return after
+
+
+def head(session: Session, saga: SagaRow) -> VersionRow | None:
+    if saga.head_version == 0:
+        return None
+    return version(session, saga.id, saga.head_version)
+
+
+def version(session: Session, saga_id: str, number: int) -> VersionRow:
+    row = session.exec(
+        select(VersionRow).where(VersionRow.saga_id == saga_id, VersionRow.number == number)
+    ).first()
+    if row is None:
+        raise NotFound(f"saga {saga_id} has no version {number}", saga_id=saga_id, version=number)
+    return row
+
+
+def versions(session: Session, saga_id: str) -> list[VersionRow]:
+    return list(
+        session.exec(
+            select(VersionRow).where(VersionRow.saga_id == saga_id).order_by(col(VersionRow.number))
+        ).all()
+    )
+
+
+def add_version(
+    session: Session,
+    saga: SagaRow,
+    *,
+    title: str,
+    markdown: str,
+    author: str,
+    citations: list[dict[str, Any]],
+    evidence_digest: str | None,
+) -> VersionRow:
+    """A new immutable head version; earlier approvals are voided, the run moves on."""
+    row = VersionRow(
+        saga_id=saga.id,
+        number=saga.head_version + 1,
+        digest=text_digest(markdown),
+        title=title,
+        author=author,
+        markdown=markdown,
+        citations=citations,
+        evidence_digest=evidence_digest,
+    )
+    session.add(row)
+    if saga.head_version:
+        void_approvals(session, saga.id, reason="a new version was made")
+        saga.run += 1
+    saga.head_version = row.number
+    saga.updated_at = utcnow()
+    session.add(saga)
+    add_event(
+        session,
+        saga_id=saga.id,
+        actor=author,
+        kind="version",
+        status="created",
+        artifact_digest=row.digest,
+        detail={"version": row.number, "digest": row.digest, "citations": len(citations)},
+    )
+    return row
+
+
+def void_approvals(session: Session, saga_id: str, *, reason: str) -> int:
+    rows = session.exec(
+        select(ApprovalRow).where(ApprovalRow.saga_id == saga_id, col(ApprovalRow.voided_at).is_(None))
+    ).all()
+    now = utcnow()
+    voided = 0
+    for row in rows:
+        if row.consumed_at is None:
+            row.voided_at = now
+            session.add(row)
+            voided += 1
+    return voided
+
+
+def steps(session: Session, saga_id: str) -> list[StepRow]:
+    return list(
+        session.exec(select(StepRow).where(StepRow.saga_id == saga_id).order_by(col(StepRow.position))).all()
+    )
+
+
+__all__ = [
+    "add_version",
+    "find_saga",
+    "head",
+    "load_saga",
+    "steps",
+    "transition",
+    "version",
+    "versions",
+    "void_approvals",
+]
