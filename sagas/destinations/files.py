@@ -1,0 +1,81 @@
+"""Careful file writes for the file-backed destinations (`site:`, `git:`).
+
+Owns three small things and nothing else: an atomic write (temp file in the
+same folder, fsync, `os.replace`, fsync of the folder), a removal that is
+also made durable, and an exclusive advisory lock on a file (`fcntl.flock`),
+which serialises publishers across threads and processes on one machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+
+def _fsync_folder(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` so that readers see the old bytes or the new, never a mix."""
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp_name, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp_name)
+        raise
+    _fsync_folder(path.parent)
+
+
+def atomic_write_json(path: Path, value: dict[str, Any]) -> None:
+    atomic_write(path, (json.dumps(value, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    """The JSON object stored at `path`, or None when there is no file."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    value = json.loads(raw)
+    if not isinstance(value, dict):
+        raise ValueError(f"{path} does not hold a JSON object")
+    return value
+
+
+def durable_unlink(path: Path) -> None:
+    """Remove `path` if present, and make the removal survive a crash."""
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return
+    _fsync_folder(path.parent)
+
+
+@contextlib.contextmanager
+def exclusive_lock(lock_file: Path) -> Iterator[None]:
+    """Hold an exclusive `flock` on `lock_file` (created if missing) for the block."""
+    fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+__all__ = ["atomic_write", "atomic_write_json", "durable_unlink", "exclusive_lock", "read_json"]

@@ -1,0 +1,256 @@
+"""`site:PATH`: a static site folder, one page per published version.
+
+- URI: `site:PATH`; the folder is created if missing. Publishing writes
+  `<slug>.md` (bytes identical to the version's markdown, so its sha256 is
+  the version digest), `<slug>.html` (rendered, raw HTML escaped) and
+  `index.html` (every page this destination lists). Each write goes to a temp
+  file in the same folder, is fsynced, then `os.replace`d.
+- Idempotency: a receipt per key, `PATH/.pressroom/receipts/<key>.json`,
+  written last. A key with a receipt answers with it and writes nothing.
+- Status: the receipt file: present is `applied`, missing is `absent`.
+- Compensation: before a page is overwritten its old `.md`/`.html` (or the
+  fact there were none) are saved under `PATH/.pressroom/previous/<key>/`;
+  compensating puts them back (or removes the page), updates the index and
+  drops the receipt. It restores only while the page still holds this key's
+  bytes, so undoing an older publish never erases a newer one. Compensating
+  an absent key is a no-op.
+
+Publishers of one folder are serialised by `flock` on `PATH/.pressroom/lock`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, ClassVar
+
+from markdown_it import MarkdownIt
+
+from orchestrator.errors import InvalidInput, MaybeApplied, NotApplied
+from sagas.destinations.base import PublishedVersion, StatusAnswer
+from sagas.destinations.files import (
+    atomic_write,
+    atomic_write_json,
+    durable_unlink,
+    exclusive_lock,
+    read_json,
+)
+from sagas.destinations.slugs import check_key, contained_path, slugify
+
+_PAGE = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>{title}</title>
+</head>
+<body>
+<nav><a href="index.html">All pages</a></nav>
+<main>
+{body}</main>
+</body>
+</html>
+"""
+
+_INDEX = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>Published pages</title>
+</head>
+<body>
+<h1>Published pages</h1>
+<ul>
+{items}</ul>
+</body>
+</html>
+"""
+
+
+def render_page(title: str, markdown: str) -> str:
+    """The HTML page for one version; markdown's raw HTML is escaped, not passed through."""
+    body = MarkdownIt("commonmark", {"html": False}).render(markdown)
+    return _PAGE.format(title=html.escape(title), body=body)
+
+
+def render_index(pages: dict[str, str]) -> str:
+    """The index listing `pages` (slug -> title), sorted by title."""
+    items = "".join(
+        f'<li><a href="{html.escape(slug)}.html">{html.escape(title)}</a></li>\n'
+        for slug, title in sorted(pages.items(), key=lambda item: (item[1].casefold(), item[0]))
+    )
+    return _INDEX.format(items=items)
+
+
+class SiteDestination:
+    """A `Destination` writing pages into one local folder."""
+
+    form: ClassVar[str] = "site:PATH"
+
+    def __init__(self, folder: Path | str, *, uri: str | None = None) -> None:
+        self.folder = Path(folder).expanduser()
+        self.uri = uri or f"site:{folder}"
+        self._meta = self.folder / ".pressroom"
+
+    @classmethod
+    def check_target(cls, target: str) -> None:
+        if not target.strip() or "\0" in target:
+            raise InvalidInput("site: needs a folder path, as in site:PATH", target=target)
+
+    @classmethod
+    def open(cls, target: str, *, uri: str, timeout: float) -> SiteDestination:
+        cls.check_target(target)
+        return cls(target, uri=uri)
+
+    # -- the port -----------------------------------------------------------
+
+    def publish(self, key: str, version: PublishedVersion) -> dict[str, Any]:
+        check_key(key)
+        self._prepare(key)
+        with exclusive_lock(self._meta / "lock"):
+            receipt_path = self._receipt_path(key)
+            try:
+                existing = read_json(receipt_path)
+            except (OSError, ValueError) as exc:
+                raise NotApplied(f"{self.uri}: unreadable receipt for {key}: {exc}", key=key) from exc
+            if existing is not None:
+                return existing
+            slug = slugify(version.slug or version.title)
+            data = version.markdown.encode("utf-8")
+            sha = hashlib.sha256(data).hexdigest()
+            try:
+                self._save_previous(key, slug, sha)
+            except OSError as exc:
+                raise NotApplied(f"{self.uri}: cannot save the previous page: {exc}", key=key) from exc
+            try:
+                return self._apply(key, slug, sha, data, version.title)
+            except OSError as exc:
+                try:
+                    self._undo(key)
+                except OSError:
+                    raise MaybeApplied(
+                        f"{self.uri}: publish failed half-way and could not be undone: {exc}", key=key
+                    ) from exc
+                raise NotApplied(f"{self.uri}: publish failed and was undone: {exc}", key=key) from exc
+
+    def status(self, key: str) -> StatusAnswer:
+        check_key(key)
+        try:
+            receipt = read_json(self._receipt_path(key))
+        except (OSError, ValueError) as exc:
+            return StatusAnswer(kind="unknown", detail=f"unreadable receipt: {exc}")
+        if receipt is None:
+            return StatusAnswer(kind="absent")
+        return StatusAnswer(kind="applied", receipt=receipt)
+
+    def compensate(self, key: str, receipt: dict[str, Any]) -> None:
+        check_key(key)
+        if not self._meta.is_dir():
+            return  # nothing was ever published here
+        try:
+            with exclusive_lock(self._meta / "lock"):
+                self._undo(key)
+        except OSError as exc:
+            raise MaybeApplied(f"{self.uri}: compensation of {key} may be partial: {exc}", key=key) from exc
+
+    # -- steps ----------------------------------------------------------------
+
+    def _prepare(self, key: str) -> None:
+        try:
+            for folder in (self.folder, self._meta, self._meta / "receipts", self._meta / "previous"):
+                folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise NotApplied(
+                f"{self.uri}: cannot use {self.folder} as a site folder: {exc}", key=key
+            ) from exc
+
+    def _receipt_path(self, key: str) -> Path:
+        return contained_path(self._meta / "receipts", f"{key}.json")
+
+    def _page_paths(self, slug: str) -> tuple[Path, Path]:
+        return contained_path(self.folder, f"{slug}.md"), contained_path(self.folder, f"{slug}.html")
+
+    def _pages(self) -> dict[str, str]:
+        stored = read_json(self._meta / "pages.json") or {}
+        return {str(slug): str(title) for slug, title in stored.items()}
+
+    def _write_pages(self, pages: dict[str, str]) -> None:
+        atomic_write_json(self._meta / "pages.json", pages)
+        atomic_write(contained_path(self.folder, "index.html"), render_index(pages).encode("utf-8"))
+
+    def _save_previous(self, key: str, slug: str, sha: str) -> None:
+        """Keep what the page was before this key touched it; the first save wins."""
+        saved = contained_path(self._meta / "previous", key)
+        if saved.exists():
+            return  # an interrupted attempt already saved the true "before"
+        md_path, html_path = self._page_paths(slug)
+        staging = Path(tempfile.mkdtemp(dir=self._meta / "previous", prefix=".staging-"))
+        try:
+            for source, name in ((md_path, "page.md"), (html_path, "page.html")):
+                if source.exists():
+                    atomic_write(staging / name, source.read_bytes())
+            state = {
+                "key": key,
+                "slug": slug,
+                "sha256": sha,
+                "had_md": md_path.exists(),
+                "had_html": html_path.exists(),
+                "title": self._pages().get(slug),
+            }
+            atomic_write_json(staging / "state.json", state)
+            os.rename(staging, saved)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+
+    def _apply(self, key: str, slug: str, sha: str, data: bytes, title: str) -> dict[str, Any]:
+        md_path, html_path = self._page_paths(slug)
+        atomic_write(md_path, data)
+        atomic_write(html_path, render_page(title, data.decode("utf-8")).encode("utf-8"))
+        pages = self._pages()
+        pages[slug] = title
+        self._write_pages(pages)
+        receipt: dict[str, Any] = {
+            "key": key,
+            "path": str(md_path),
+            "html": str(html_path),
+            "sha256": sha,
+            "slug": slug,
+        }
+        atomic_write_json(self._receipt_path(key), receipt)  # last: the receipt means "done"
+        return receipt
+
+    def _undo(self, key: str) -> None:
+        """Put back what `key` replaced (if the page is still ours), then forget `key`."""
+        saved = contained_path(self._meta / "previous", key)
+        receipt_path = self._receipt_path(key)
+        state = read_json(saved / "state.json")
+        if state is None:
+            receipt = read_json(receipt_path)
+            if receipt is None:
+                return
+            state = {"slug": receipt["slug"], "sha256": receipt["sha256"], "had_md": False, "had_html": False}
+        slug = slugify(str(state["slug"]))
+        md_path, html_path = self._page_paths(slug)
+        current = md_path.read_bytes() if md_path.exists() else None
+        if current is not None and hashlib.sha256(current).hexdigest() == state["sha256"]:
+            for path, name, had in ((md_path, "page.md", "had_md"), (html_path, "page.html", "had_html")):
+                if state[had]:
+                    atomic_write(path, (saved / name).read_bytes())
+                else:
+                    durable_unlink(path)
+            pages = self._pages()
+            if state.get("title") is not None:
+                pages[slug] = str(state["title"])
+            else:
+                pages.pop(slug, None)
+            self._write_pages(pages)
+        durable_unlink(receipt_path)
+        if saved.exists():
+            shutil.rmtree(saved)
+
+
+__all__ = ["SiteDestination", "render_index", "render_page"]
