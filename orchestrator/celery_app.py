@@ -13,12 +13,13 @@ from typing import Any
 
 from celery import Celery, Task
 from celery.signals import worker_process_init
-from kombu import Queue  # type: ignore[attr-defined]
+from kombu import Exchange, Queue  # type: ignore[attr-defined]
 
 from orchestrator.app import App
 from orchestrator.routing import QUEUES, TASKS
 from outbox.messages import Envelope
 
+EXCHANGE = Exchange("pressroom", type="direct")  # type: ignore[no-untyped-call]
 _app_lock = threading.Lock()
 _pressroom: App | None = None
 
@@ -51,9 +52,11 @@ def make_celery(broker_url: str) -> Celery:
         result_backend=None,
         task_serializer="json",
         accept_content=["json"],
-        task_queues=[Queue(q) for q in QUEUES],  # type: ignore[no-untyped-call]
-        task_routes={f"pressroom.{q}.*": {"queue": q} for q in QUEUES},
+        task_queues=[Queue(q, EXCHANGE, routing_key=q) for q in QUEUES],  # type: ignore[no-untyped-call]
+        task_routes={f"pressroom.{q}.*": {"queue": q, "routing_key": q} for q in QUEUES},
+        task_default_exchange=EXCHANGE.name,
         task_default_queue="researcher",
+        task_default_routing_key="researcher",
         broker_connection_retry_on_startup=True,
         worker_hijack_root_logger=False,
         worker_send_task_events=False,
@@ -89,9 +92,10 @@ def _register(celery: Celery, name: str) -> None:
 @worker_process_init.connect  # type: ignore[untyped-decorator]
 def _tracing_after_fork(**_: Any) -> None:
     # Prefork children must set up their own tracer provider after the fork.
+    from orchestrator.config import environ_snapshot
     from telemetry.setup import configure_after_fork
 
-    configure_after_fork(_service_name())
+    configure_after_fork(_service_name(), env=environ_snapshot())
 
 
 _queues_for_service: list[str] = []

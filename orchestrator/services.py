@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -183,7 +183,14 @@ def approve(
         if saga.ready_at is not None:
             waited = (now - saga.ready_at).total_seconds()
             metrics.record_approval_wait(waited)
-            spans.approval_wait_span(saga.id, version, _ns(saga.ready_at), _ns(now), actor)
+            spans.approval_wait_span(
+                saga.id,
+                version,
+                spans.to_ns(saga.ready_at),
+                spans.to_ns(now),
+                actor,
+                version_digest=head.digest,
+            )
         out = {
             "approval_id": row.id,
             "saga_id": saga.id,
@@ -195,10 +202,6 @@ def approve(
         }
     app.drain()
     return out
-
-
-def _ns(moment: datetime) -> int:
-    return int(moment.timestamp() * 1_000_000_000)
 
 
 def reject(app: App, saga_id: str, *, actor: str, reason: str) -> dict[str, Any]:

@@ -31,9 +31,10 @@ class Ctx:
     def app(self, service: str = "pressroom-cli") -> App:
         if self._app is None:
             from orchestrator.bootstrap import build_app
+            from orchestrator.config import environ_snapshot
             from telemetry.setup import configure_tracing
 
-            configure_tracing(service)
+            configure_tracing(service, env=environ_snapshot())
             self._app = build_app(Settings())
         return self._app
 

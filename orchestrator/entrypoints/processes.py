@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from orchestrator.config import Settings
+from orchestrator.config import Settings, environ_snapshot
 from orchestrator.errors import InvalidInput
 from orchestrator.routing import QUEUES
 
@@ -53,7 +53,7 @@ def register(cli: click.Group, pass_ctx: Any) -> None:
 
         set_worker_queues(names)
         if pool != "prefork":
-            configure_tracing("pressroom-worker-" + "-".join(names))
+            configure_tracing("pressroom-worker-" + "-".join(names), env=environ_snapshot())
         celery = make_celery(settings.broker_url)
         celery.worker_main(
             [

@@ -23,7 +23,7 @@ def status(s: dict[str, Any]) -> None:
     table = Table("destination", "state", "receipt", box=None, pad_edge=False)
     for d in s.get("destinations", []):
         receipt = d.get("receipt") or {}
-        shown = receipt.get("path") or receipt.get("commit") or (str(receipt)[:60] if receipt else "")
+        shown = receipt.get("commit") or receipt.get("path") or (str(receipt)[:60] if receipt else "")
         table.add_row(d["uri"], d["state"], str(shown))
     out.print(table)
 

@@ -102,6 +102,7 @@ class Harness:
                 prepared = self._prepare(proposal, caller, times, attrs)
             if isinstance(prepared, ToolResult):
                 return prepared
+            spans.annotate(attrs)
             return self._authorize_and_run(prepared)
 
     def _prepare(
@@ -127,6 +128,7 @@ class Harness:
 
     def _authorize_and_run(self, c: _Call) -> ToolResult:
         with spans.phase(names.AUTHORIZATION, c.attrs):
+            c.times.authorized_at = self._clock()
             ledger = self.store.ledger_get(c.key) if c.key else None
             if ledger is not None and ledger.args_digest != c.digest:
                 return self._refuse(
@@ -151,7 +153,6 @@ class Harness:
                 idempotency_key=c.key,
             )
             decision = decide(state, action, key=self._key)
-            c.times.authorized_at = self._clock()
             if isinstance(decision, Reject):
                 return self._refuse(c.proposal, c.caller, c.times, decision.reason)
             if isinstance(decision, AwaitApproval):

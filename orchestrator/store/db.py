@@ -53,6 +53,7 @@ def make_engine(url: str) -> Engine:
     else:
         engine = create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5)
     create_schema(engine)
+    _engines.append(engine)
     return engine
 
 
@@ -70,6 +71,16 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
 def _sqlite_begin_immediate(conn: Any) -> None:
     # Take the write lock at BEGIN so two writers never deadlock on upgrade.
     conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+_engines: list[Engine] = []
+
+
+def dispose_all() -> None:
+    """Close every pooled connection this process opened (tests drop databases)."""
+    for engine in _engines:
+        engine.dispose()
+    _engines.clear()
 
 
 def create_schema(engine: Engine) -> None:

@@ -1,0 +1,145 @@
+"""Shared fixtures: tier markers by folder, real services, a CLI runner.
+
+Integration and e2e tests use real PostgreSQL and Redis. They take
+`PRESSROOM_TEST_DATABASE_URL` / `PRESSROOM_TEST_REDIS_URL` when set, else
+the local defaults; an unreachable service skips the test with the reason,
+unless `PRESSROOM_REQUIRE_SERVICES=1` (set by .ci/run), which fails instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE_CORPUS = ROOT / "roles" / "sample_corpus"
+PRESSROOM = str(Path(sys.executable).parent / "pressroom")
+DEFAULT_PG = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+DEFAULT_REDIS = "redis://127.0.0.1:6379/0"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        parts = Path(str(item.fspath)).relative_to(ROOT / "tests").parts
+        tier = {"unit": "unit", "contracts": "unit", "integration": "integration", "e2e": "e2e"}.get(parts[0])
+        if tier:
+            item.add_marker(getattr(pytest.mark, tier))
+
+
+def _unavailable(what: str, why: str) -> None:
+    if os.environ.get("PRESSROOM_REQUIRE_SERVICES") == "1":
+        pytest.fail(f"{what} is required (PRESSROOM_REQUIRE_SERVICES=1) but unavailable: {why}")
+    pytest.skip(f"{what} unavailable: {why}")
+
+
+@pytest.fixture(scope="session")
+def pg_admin_url() -> str:
+    url = os.environ.get("PRESSROOM_TEST_DATABASE_URL", DEFAULT_PG)
+    try:
+        import psycopg
+
+        with psycopg.connect(url.replace("postgresql+psycopg", "postgresql"), connect_timeout=3) as conn:
+            conn.execute("select 1")
+    except Exception as exc:
+        _unavailable("PostgreSQL", str(exc).splitlines()[0])
+    return url
+
+
+@pytest.fixture
+def pg_url(pg_admin_url: str) -> Iterator[str]:
+    """A fresh, empty PostgreSQL database for one test, dropped afterwards."""
+    import psycopg
+
+    name = f"pressroom_t_{uuid.uuid4().hex[:12]}"
+    plain = pg_admin_url.replace("postgresql+psycopg", "postgresql")
+    with psycopg.connect(plain, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    base = pg_admin_url.rsplit("/", 1)[0]
+    yield f"{base}/{name}"
+    from orchestrator.store import db as store_db
+
+    store_db.dispose_all()
+    with psycopg.connect(plain, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def redis_base_url() -> str:
+    url = os.environ.get("PRESSROOM_TEST_REDIS_URL", DEFAULT_REDIS)
+    try:
+        import redis
+
+        redis.Redis.from_url(url, socket_connect_timeout=3).ping()
+    except Exception as exc:
+        _unavailable("Redis", str(exc))
+    return url
+
+
+@pytest.fixture
+def redis_url(redis_base_url: str) -> str:
+    """The test Redis database, emptied before the test (queues are per database)."""
+    import redis
+
+    url = redis_base_url.rsplit("/", 1)[0] + "/7"
+    redis.Redis.from_url(url).flushdb()
+    return url
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'pressroom.db'}"
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    """A private copy of the sample corpus (tests may edit it)."""
+    dest = tmp_path / "corpus"
+    shutil.copytree(SAMPLE_CORPUS, dest)
+    return dest
+
+
+class Cli:
+    """Runs the installed `pressroom` console script with a fixed environment."""
+
+    def __init__(self, env: dict[str, str], cwd: Path) -> None:
+        self.env = env
+        self.cwd = cwd
+
+    def run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [PRESSROOM, *args], env=self.env, cwd=self.cwd, capture_output=True, text=True, timeout=timeout
+        )
+
+    def json(self, *args: str) -> dict[str, Any]:
+        done = self.run(*args, "--json")
+        assert done.returncode == 0, f"{args}: exit {done.returncode}: {done.stderr}"
+        out: dict[str, Any] = json.loads(done.stdout)
+        return out
+
+
+def base_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PRESSROOM_", "OTEL_"))}
+    env.update({"PRESSROOM_SECRET": "test-signing-key", "OTEL_TRACES_EXPORTER": "none"})
+    env.update(extra)
+    return env
+
+
+@pytest.fixture
+def cli(tmp_path: Path, sqlite_url: str) -> Cli:
+    return Cli(base_env(PRESSROOM_DATABASE_URL=sqlite_url, PRESSROOM_BROKER_URL="inline://"), tmp_path)
