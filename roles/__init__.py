@@ -1,0 +1,1 @@
+"""Pressroom package."""

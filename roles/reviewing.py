@@ -1,0 +1,264 @@
+"""The reviewer's checks: one draft against the ORIGINAL corpus files and the brief.
+
+`review()` re-reads every cited source through `corpus.read_source()` (never the
+writer's evidence) and reports findings; the verdict is ``pass`` exactly when
+no finding is an error. `parse_blocks()` is how a draft's markdown is read
+here and by the writer when it revises: headings, body paragraphs, and the
+lines of a final ``## Sources`` list. Locations read ``paragraph N``,
+``heading N``, ``reference N`` (1-based within their kind), ``citation [N]`` or
+``draft``.
+
+Rules (all errors unless noted): ``quote-not-verbatim``, ``source-changed``,
+``source-missing``, ``source-outside-corpus``, ``duplicate-citation``,
+``dangling-marker``, ``unused-citation``, ``uncited-paragraph``,
+``instruction-leak``, ``foreign-url``, ``reference-mismatch``,
+``no-citations``, ``hidden-characters`` (warning), ``quote-not-in-text``
+(warning: the paragraph that carries a marker does not contain its quote).
+
+Reads files (through `roles.corpus`); writes nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, Literal
+
+from orchestrator.errors import InvalidInput, NotFound
+from roles.artifacts import Citation, Finding, ReviewReport, SourceFile
+from roles.corpus import SourceOutsideCorpus, read_source, sentence_spans
+from roles.injection import FOREIGN_URL, HIDDEN_CHARACTERS, assess, rule_of
+
+SOURCES_HEADING: Final = "Sources"
+MARKER_IN_TEXT: Final = re.compile(r"\[([1-9][0-9]*)\](?![(:\[])")
+REFERENCE_LINE: Final = re.compile(r"^[-*]\s+(\[[1-9][0-9]*\])\s+(\S.*?)\s*$")
+_HEADING_LINE = re.compile(r"^\s{0,3}(#{1,6})(?:\s+(.*?))?\s*#*\s*$")
+_MIN_LEAK_CHARS = 20
+
+# Rules whose finding says the cited source itself cannot be trusted as it was cited.
+SOURCE_RULES: Final = frozenset({"source-changed", "source-missing", "source-outside-corpus"})
+# Rules whose finding says the cited or written text must not be used again.
+CONTENT_RULES: Final = frozenset({"quote-not-verbatim", "instruction-leak", FOREIGN_URL})
+
+
+@dataclass(frozen=True)
+class Block:
+    """One piece of a draft: a heading, a body paragraph, or a line of the Sources list."""
+
+    kind: Literal["heading", "paragraph", "reference"]
+    number: int
+    text: str
+
+    @property
+    def location(self) -> str:
+        return f"{self.kind} {self.number}"
+
+
+def parse_blocks(markdown: str) -> list[Block]:
+    """Split markdown into blocks; blank lines and heading lines end a paragraph."""
+    blocks: list[Block] = []
+    counts = {"heading": 0, "paragraph": 0, "reference": 0}
+    pending: list[str] = []
+    in_sources = False
+
+    def add(kind: Literal["heading", "paragraph", "reference"], text: str) -> None:
+        counts[kind] += 1
+        blocks.append(Block(kind, counts[kind], text))
+
+    def flush() -> None:
+        if pending:
+            add("paragraph", "\n".join(pending))
+            pending.clear()
+
+    for line in markdown.splitlines():
+        heading = _HEADING_LINE.match(line)
+        if heading:
+            flush()
+            title = heading.group(2) or ""
+            in_sources = len(heading.group(1)) == 2 and title.strip().casefold() == SOURCES_HEADING.casefold()
+            add("heading", title)
+        elif not line.strip():
+            flush()
+        elif in_sources:
+            add("reference", line.strip())
+        else:
+            pending.append(line.strip())
+    flush()
+    return blocks
+
+
+def markers_in(text: str) -> list[str]:
+    """Citation markers (``[n]``) in a piece of text, in order, once each."""
+    return list(dict.fromkeys(f"[{n}]" for n in MARKER_IN_TEXT.findall(text)))
+
+
+def normalize(text: str) -> str:
+    """Whitespace collapsed: how a quote spread over source lines reads in one paragraph."""
+    return " ".join(text.split())
+
+
+def review(
+    draft_markdown: str,
+    citations: Sequence[Citation],
+    *,
+    corpus_root: Path,
+    brief: str,
+    version_digest: str,
+    suspicious_texts: Iterable[str] = (),
+) -> ReviewReport:
+    """Check one version; see the module docstring for the rules."""
+    blocks = parse_blocks(draft_markdown)
+    flagged = [normalize(t) for t in suspicious_texts if t.strip()]
+    findings: list[Finding] = []
+    if not citations:
+        findings.append(_error("no-citations", "draft", "the draft has no citations"))
+    findings += _check_citations(citations, blocks, Path(corpus_root), brief, flagged)
+    findings += _check_blocks(blocks, citations, brief, flagged)
+    has_error = any(f.severity == "error" for f in findings)
+    return ReviewReport(
+        verdict="changes_requested" if has_error else "pass",
+        findings=tuple(findings),
+        checked_citations=len(citations),
+        version_digest=version_digest,
+    )
+
+
+def _check_citations(
+    citations: Sequence[Citation], blocks: list[Block], root: Path, brief: str, flagged: list[str]
+) -> list[Finding]:
+    findings: list[Finding] = []
+    cache: dict[str, SourceFile | Finding] = {}
+    paragraphs = [b for b in blocks if b.kind == "paragraph"]
+    seen: set[str] = set()
+    for citation in citations:
+        where = f"citation {citation.marker}"
+        if citation.marker in seen:
+            findings.append(_error("duplicate-citation", where, f"marker {citation.marker} is cited twice"))
+        seen.add(citation.marker)
+        if citation.source not in cache:
+            cache[citation.source] = _load(root, citation.source)
+        loaded = cache[citation.source]
+        if isinstance(loaded, Finding):
+            findings.append(loaded.model_copy(update={"location": where}))
+        else:
+            if loaded.digest != citation.source_digest:
+                findings.append(
+                    _error("source-changed", where, f"{citation.source} changed since it was cited")
+                )
+            if citation.quote not in loaded.text:
+                findings.append(
+                    _error("quote-not-verbatim", where, f"the quote does not occur in {citation.source}")
+                )
+        findings += _text_findings(citation.quote, brief, where)
+        quote = normalize(citation.quote)
+        if any(quote in text or text in quote for text in flagged):
+            findings.append(_error("instruction-leak", where, "quotes a passage set aside as suspicious"))
+        carriers = [b for b in paragraphs if citation.marker in markers_in(b.text)]
+        if not carriers:
+            findings.append(_error("unused-citation", where, f"no paragraph carries {citation.marker}"))
+        elif not any(quote in normalize(b.text) for b in carriers):
+            findings.append(
+                Finding(
+                    rule="quote-not-in-text",
+                    location=where,
+                    message=f"the paragraph with {citation.marker} does not contain its quote",
+                    severity="warning",
+                )
+            )
+    return findings
+
+
+def _check_blocks(
+    blocks: list[Block], citations: Sequence[Citation], brief: str, flagged: list[str]
+) -> list[Finding]:
+    findings: list[Finding] = []
+    by_marker = {c.marker: c for c in citations}
+    leaks = leak_fragments(flagged)
+    body_markers: list[str] = []
+    listed: set[str] = set()
+    for block in blocks:
+        findings += _text_findings(block.text, brief, block.location)
+        if block.kind == "reference":
+            findings += _check_reference(block, by_marker, listed)
+            continue
+        if block.kind == "heading":
+            continue
+        markers = markers_in(block.text)
+        body_markers += markers
+        if not markers:
+            findings.append(_error("uncited-paragraph", block.location, "the paragraph cites no source"))
+        for marker in markers:
+            if marker not in by_marker:
+                findings.append(_error("dangling-marker", block.location, f"marker {marker} has no citation"))
+        text = normalize(block.text)
+        if any(leak in text for leak in leaks):
+            findings.append(
+                _error(
+                    "instruction-leak", block.location, "contains text from a passage set aside as suspicious"
+                )
+            )
+    if any(b.kind == "reference" for b in blocks):
+        for marker in dict.fromkeys(body_markers):
+            if marker in by_marker and marker not in listed:
+                findings.append(
+                    _error(
+                        "reference-mismatch",
+                        f"citation {marker}",
+                        f"{marker} is missing from the Sources list",
+                    )
+                )
+    return findings
+
+
+def _check_reference(block: Block, by_marker: dict[str, Citation], listed: set[str]) -> list[Finding]:
+    line = REFERENCE_LINE.match(block.text)
+    if not line:
+        return [_error("reference-mismatch", block.location, "a Sources line must read '- [n] path'")]
+    marker, source = line.group(1), line.group(2)
+    listed.add(marker)
+    if marker not in by_marker:
+        return [_error("reference-mismatch", block.location, f"{marker} is listed but has no citation")]
+    if by_marker[marker].source != source:
+        return [_error("reference-mismatch", block.location, f"{marker} is listed with another source")]
+    return []
+
+
+def _text_findings(text: str, brief: str, location: str) -> list[Finding]:
+    findings: list[Finding] = []
+    for reason in assess(text, brief):
+        rule = rule_of(reason)
+        if rule == FOREIGN_URL:
+            findings.append(
+                _error(FOREIGN_URL, location, f"a URL or destination absent from the brief ({reason})")
+            )
+        elif rule == HIDDEN_CHARACTERS:
+            findings.append(Finding(rule=rule, location=location, message=reason, severity="warning"))
+        else:
+            findings.append(_error("instruction-leak", location, f"reads as an instruction ({reason})"))
+    return findings
+
+
+def _load(root: Path, source: str) -> SourceFile | Finding:
+    try:
+        return read_source(root, source)
+    except SourceOutsideCorpus:
+        return _error("source-outside-corpus", "", f"{source!r} is not a path inside the corpus")
+    except NotFound:
+        return _error("source-missing", "", f"{source} is not in the corpus")
+    except InvalidInput as error:
+        return _error("source-missing", "", f"{source} cannot be read: {error}")
+
+
+def leak_fragments(suspicious_texts: Iterable[str]) -> list[str]:
+    """The sentences of suspicious texts (whitespace collapsed) long enough to recognise in a draft."""
+    found: list[str] = []
+    for text in suspicious_texts:
+        plain = normalize(text)
+        found += [plain[s:e] for s, e in sentence_spans(plain) if e - s >= _MIN_LEAK_CHARS]
+    return found
+
+
+def _error(rule: str, location: str, message: str) -> Finding:
+    return Finding(rule=rule, location=location, message=message, severity="error")
