@@ -18,6 +18,7 @@ from orchestrator.harness.engine import Harness
 from orchestrator.harness.registry import Registry
 from orchestrator.harness.spec import Risk, ToolSpec
 from orchestrator.routing import DRAFT, PUBLISH, RESEARCH, REVIEW
+from orchestrator.saga_tools import saga_tools
 from orchestrator.store.db import UnitOfWork, make_engine
 from orchestrator.store.harness_store import SqlHarnessStore
 from orchestrator.store.tables import WorkRow
@@ -85,6 +86,7 @@ def build_app(
     for spec in [
         *role_tools(engine),
         *PublishingTools(engine, opener).specs(),
+        *saga_tools(lambda: app),
         *denied_specs(),
         *(extra_tools or []),
     ]:

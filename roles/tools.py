@@ -8,6 +8,7 @@ obeyed). Drafts and review reports are stored as content-addressed artifacts.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -120,7 +121,7 @@ class RoleTools:
                     Finding.model_validate(f) for f in load_artifact(s, args.review_digest)["findings"]
                 ]
             if args.note:
-                findings.append(Finding(rule="person-rejected", location="draft", message=args.note))
+                findings.extend(note_findings(args.note))
             head = records.head(s, saga)
             previous = None
             if head is not None and (findings or args.note):
@@ -191,6 +192,18 @@ class RoleTools:
                 key=lambda a: f"review-{a.saga_id}-{a.version}-{a.version_digest[:16]}",
             ),
         ]
+
+
+def note_findings(note: str) -> list[Finding]:
+    """A person's rejection as findings: each citation marker it names is one.
+
+    The deterministic writer drops the quotes a finding names; a note that
+    names no marker cannot be acted on by it (a person uses `edit` then).
+    """
+    markers = sorted(set(re.findall(r"\[[1-9][0-9]*\]", note)), key=lambda m: int(m[1:-1]))
+    if not markers:
+        return [Finding(rule="person-rejected", location="draft", message=note)]
+    return [Finding(rule="person-rejected", location=f"citation {m}", message=note) for m in markers]
 
 
 def _draft_key(a: DraftArgs) -> str:

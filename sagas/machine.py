@@ -28,6 +28,7 @@ class SagaEvent(StrEnum):
     REJECTED = "rejected"
     EDITED = "edited"
     APPROVED = "approved"
+    APPROVAL_LAPSED = "approval_lapsed"
     EXECUTION_STARTED = "execution_started"
     ALL_ACKED = "all_acked"
     STEP_FAILED = "step_failed"
@@ -49,6 +50,8 @@ TRANSITIONS: dict[tuple[SagaState, SagaEvent], SagaState] = {
     (S.APPROVED, E.EDITED): S.PREPARING,
     (S.APPROVED, E.REJECTED): S.PREPARING,
     (S.APPROVED, E.EXECUTION_STARTED): S.EXECUTING,
+    # The approval expired (or was voided) before execution began: ask again.
+    (S.APPROVED, E.APPROVAL_LAPSED): S.READY_FOR_REVIEW,
     (S.APPROVED, E.CANCELLED): S.CANCELLED,
     (S.EXECUTING, E.ALL_ACKED): S.SUCCEEDED,
     (S.EXECUTING, E.STEP_FAILED): S.FAILED,

@@ -10,10 +10,12 @@ where only a person moves it on (`reconcile`, `cancel`).
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
 
 from sqlmodel import Session
 
 from orchestrator.app import App, Finalizer, noop
+from orchestrator.harness.approvals import ApprovalRequest, refusal, session_for
 from orchestrator.harness.capabilities import ROLE_CAPABILITIES
 from orchestrator.harness.digests import business_key
 from orchestrator.harness.engine import Caller
@@ -65,6 +67,11 @@ def publish_handler(app: App, handoff: Handoff, holder: str) -> Finalizer:
         if saga.state not in (SagaState.APPROVED, SagaState.EXECUTING) or head is None:
             return noop
         digest = head.digest
+        if saga.state == SagaState.APPROVED:
+            lapsed = _approval_lapsed(app, saga, digest)
+            if lapsed:
+                records.transition(uow.session, saga, SagaEvent.APPROVAL_LAPSED, actor=PUBLISHER, reason=lapsed)
+                return noop
         start_execution(uow.session, saga, digest)
         caller = publisher_caller(saga, digest)
         order = [s.uri for s in records.steps(uow.session, saga.id)]
@@ -80,6 +87,17 @@ def publish_handler(app: App, handoff: Handoff, holder: str) -> Finalizer:
         compensate(app, caller, saga.id, list(reversed(done)), digest)
         return _finish_failed(saga.id, uri, result)
     return _finish_succeeded(saga.id)
+
+
+def _approval_lapsed(app: App, saga: SagaRow, digest: str) -> str | None:
+    """Why the saga's approval can no longer start an execution, if it cannot."""
+    approval = app.store.find_approval(saga.id, digest)
+    session = session_for(saga.id, saga.run)
+    want = ApprovalRequest(
+        saga_id=saga.id, version_digest=digest, destination=saga.destinations[0], session=session, execution=session
+    )
+    why = refusal(approval, want, key=app.signing_key, now=datetime.now(UTC))
+    return f"approval lapsed before publishing: {why}" if why else None
 
 
 def call_tool(app: App, caller: Caller, tool: str, saga_id: str, uri: str, digest: str) -> ToolResult:

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import event, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.pool import NullPool
 from sqlmodel import Session, SQLModel, create_engine
@@ -25,6 +25,8 @@ import orchestrator.store.tables  # noqa: F401
 import outbox.tables  # noqa: F401  (registers the outbox and inbox tables)
 
 log = logging.getLogger(__name__)
+WRITE_OPTION = "pressroom_write"
+SCHEMA_LOCK_KEY = 0x70726573  # any constant shared by every Pressroom process
 _schema_lock = threading.Lock()
 _schema_done: set[str] = set()
 
@@ -69,8 +71,12 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
 
 
 def _sqlite_begin_immediate(conn: Any) -> None:
-    # Take the write lock at BEGIN so two writers never deadlock on upgrade.
-    conn.exec_driver_sql("BEGIN IMMEDIATE")
+    # A unit of work takes the write lock at BEGIN, so two writers never fail
+    # on a lock upgrade; plain reads stay deferred and never block on writers.
+    if conn.get_execution_options().get(WRITE_OPTION):
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+    else:
+        conn.exec_driver_sql("BEGIN")
 
 
 _engines: list[Engine] = []
@@ -88,7 +94,12 @@ def create_schema(engine: Engine) -> None:
     with _schema_lock:
         if key in _schema_done:
             return
-        SQLModel.metadata.create_all(engine)
+        # Several processes may start at once: serialize schema creation
+        # (PostgreSQL: an advisory lock; SQLite: BEGIN IMMEDIATE).
+        with engine.execution_options(**{WRITE_OPTION: True}).begin() as conn:
+            if engine.dialect.name == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": SCHEMA_LOCK_KEY})
+            SQLModel.metadata.create_all(conn)
         _schema_done.add(key)
 
 
@@ -97,7 +108,7 @@ class UnitOfWork:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self.session = Session(engine, expire_on_commit=False)
+        self.session = Session(engine.execution_options(**{WRITE_OPTION: True}), expire_on_commit=False)
         self._after: list[Callable[[], None]] = []
 
     def after_commit(self, fn: Callable[[], None]) -> None:

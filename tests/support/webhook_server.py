@@ -18,7 +18,8 @@ Modes (what a POST does; GET and DELETE behave normally unless noted):
 - `stall`: apply, then hold the answer for `stall_seconds` (released early
   by `stop()`), so a client with a shorter timeout gives up after sending.
 - `drop`: apply, then close the connection without answering.
-- `no_status`: POST and DELETE as normal, GET answers 501.
+- `no_status`: POST and DELETE as normal, GET answers 501 (so does any
+  mode when the server is built with `status=False`).
 
 GET with the header: 200 and the receipt, or 404. DELETE with the header:
 200 and forget the key (a later POST applies again), or 404.
@@ -50,7 +51,7 @@ class Received:
 class WebhookServer:
     """A threaded HTTP server implementing the webhook protocol, with fault modes."""
 
-    def __init__(self, mode: Mode = "normal", *, stall_seconds: float = 5.0) -> None:
+    def __init__(self, mode: Mode = "normal", *, stall_seconds: float = 5.0, status: bool = True) -> None:
         self._lock = threading.Lock()
         self._released = threading.Event()
         self._mode: Mode = "normal"
@@ -58,6 +59,7 @@ class WebhookServer:
         self.stall_seconds = stall_seconds
         self.requests: Counter[str] = Counter()
         self.received: list[Received] = []
+        self.status_supported = status  # False: GET answers 501 whatever the mode
         self.applied: dict[str, Any] = {}  # key -> body applied under it
         self.receipts: dict[str, dict[str, Any]] = {}
         self.apply_count = 0
@@ -194,7 +196,7 @@ class _Handler(BaseHTTPRequestHandler):
         key, _ = self._read("GET")
         if key is None:
             return
-        if self.server.hook.mode == "no_status":
+        if self.server.hook.mode == "no_status" or not self.server.hook.status_supported:
             self._answer(501, {"error": "status not supported"})
             return
         self._answer(*self.server.hook._get(key))

@@ -1,0 +1,320 @@
+"""`pressroom serve`: the JSON API and the reviewers' web pages, over `orchestrator.services`.
+
+The API mirrors the CLI contract (DESIGN.md): each route returns the dict the
+matching service returns, unchanged.
+
+    GET  /api/sagas                          {"sagas": [...]}           (status)
+    POST /api/sagas                          201, the new saga's status (submit)
+         {"brief", "corpus", "destinations": [...], "as"}
+    GET  /api/sagas/{id}                     status
+    GET  /api/sagas/{id}/versions/{n}        show
+    GET  /api/sagas/{id}/history             history
+    GET  /api/sagas/{id}/diff/{n}/{m}        unified diff, text/plain
+    POST /api/sagas/{id}/approve             {"version", "as", "expires_in"?}
+    POST /api/sagas/{id}/reject              {"as", "reason"}
+    POST /api/sagas/{id}/cancel              {"as"}
+    POST /api/sagas/{id}/reconcile           {"destination", "outcome", "as", "reason"}
+
+Errors are `{"error": message, "kind": class name}` with the status from
+`http_support.status_for`: InvalidInput (and a body that is not JSON, or not
+the expected object) 400, NotFound 404, Refused and its children 409. The
+pages are in `web.py`; blocking service calls run in Starlette's threadpool.
+
+Security, stated plainly: there is no authentication. Whoever reaches the
+port can submit, approve, reject, cancel and reconcile under any name they
+type. `serve` therefore binds 127.0.0.1 by default and then accepts only
+loopback `Host` headers (so a DNS-rebinding page cannot talk to it). Against
+cross-site requests from the reviewer's own browser: API POSTs must be
+`Content-Type: application/json`, which a page on another site cannot send
+without a CORS preflight (no CORS headers are served), and the pages' forms
+carry a per-process form token (see `web.py`). Bind another address only
+behind a proxy that authenticates.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import logging
+import secrets
+from collections.abc import Iterable
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from orchestrator import services
+from orchestrator.app import App
+from orchestrator.entrypoints import pages
+from orchestrator.entrypoints.http_support import LOOPBACK_HOSTS, Guard, media_type, read_body, status_for
+from orchestrator.entrypoints.web import WebPages
+from orchestrator.errors import InvalidInput, PressroomError
+
+log = logging.getLogger(__name__)
+
+MAX_JSON_BYTES = 256 * 1024
+
+_HTTP_KINDS = {
+    400: "InvalidInput",
+    403: "Forbidden",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    413: "PayloadTooLarge",
+    415: "UnsupportedMediaType",
+}
+
+
+# -- request bodies (unknown fields are refused, so a typo is not ignored) --------
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SubmitBody(_Body):
+    brief: StrictStr
+    corpus: StrictStr
+    destinations: list[StrictStr]
+    actor: StrictStr = Field(default="submitter", alias="as")
+
+
+class ApproveBody(_Body):
+    version: StrictInt
+    actor: StrictStr = Field(alias="as")
+    expires_in: StrictStr | None = None
+
+
+class RejectBody(_Body):
+    actor: StrictStr = Field(alias="as")
+    reason: StrictStr
+
+
+class CancelBody(_Body):
+    actor: StrictStr = Field(alias="as")
+
+
+class ReconcileBody(_Body):
+    destination: StrictStr
+    outcome: StrictStr
+    actor: StrictStr = Field(alias="as")
+    reason: StrictStr
+
+
+B = TypeVar("B", bound=_Body)
+
+
+def _explain(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors(include_url=False, include_input=False):
+        where = ".".join(str(p) for p in error["loc"]) or "body"
+        parts.append(f"{where}: {error['msg']}")
+    return "invalid request body: " + "; ".join(parts)
+
+
+async def json_body(request: Request, model: type[B]) -> B:
+    """The request's JSON object as `model`; InvalidInput (400) when it is not one."""
+    if media_type(request) != "application/json":
+        raise HTTPException(415, "send the request body as Content-Type: application/json")
+    raw = await read_body(request, MAX_JSON_BYTES)
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
+        raise InvalidInput(f"the request body is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise InvalidInput("the request body must be a JSON object")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise InvalidInput(_explain(exc)) from None
+
+
+class Api:
+    """The JSON routes over one `App`."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+
+    def routes(self) -> list[Route]:
+        return [
+            Route("/api/sagas", self.list_sagas, methods=["GET"]),
+            Route("/api/sagas", self.submit, methods=["POST"]),
+            Route("/api/sagas/{saga_id}", self.status, methods=["GET"]),
+            Route("/api/sagas/{saga_id}/versions/{number:int}", self.show, methods=["GET"]),
+            Route("/api/sagas/{saga_id}/history", self.history, methods=["GET"]),
+            Route("/api/sagas/{saga_id}/diff/{a:int}/{b:int}", self.diff, methods=["GET"]),
+            Route("/api/sagas/{saga_id}/approve", self.approve, methods=["POST"]),
+            Route("/api/sagas/{saga_id}/reject", self.reject, methods=["POST"]),
+            Route("/api/sagas/{saga_id}/cancel", self.cancel, methods=["POST"]),
+            Route("/api/sagas/{saga_id}/reconcile", self.reconcile, methods=["POST"]),
+        ]
+
+    async def list_sagas(self, request: Request) -> Response:
+        return JSONResponse(await run_in_threadpool(services.status, self.app))
+
+    async def status(self, request: Request) -> Response:
+        return JSONResponse(
+            await run_in_threadpool(services.status, self.app, request.path_params["saga_id"])
+        )
+
+    async def show(self, request: Request) -> Response:
+        p = request.path_params
+        return JSONResponse(await run_in_threadpool(services.show, self.app, p["saga_id"], p["number"]))
+
+    async def history(self, request: Request) -> Response:
+        return JSONResponse(
+            await run_in_threadpool(services.history, self.app, request.path_params["saga_id"])
+        )
+
+    async def diff(self, request: Request) -> Response:
+        p = request.path_params
+        text = await run_in_threadpool(services.diff, self.app, p["saga_id"], p["a"], p["b"])
+        return PlainTextResponse(text)
+
+    async def submit(self, request: Request) -> Response:
+        body = await json_body(request, SubmitBody)
+
+        def call() -> dict[str, Any]:
+            return services.submit(
+                self.app,
+                brief=body.brief,
+                corpus=body.corpus,
+                destinations=body.destinations,
+                actor=body.actor,
+            )
+
+        out = await run_in_threadpool(call)
+        return JSONResponse(out, status_code=201, headers={"location": f"/api/sagas/{out['saga_id']}"})
+
+    async def approve(self, request: Request) -> Response:
+        body = await json_body(request, ApproveBody)
+        saga_id = request.path_params["saga_id"]
+
+        def call() -> dict[str, Any]:
+            return services.approve(
+                self.app, saga_id, version=body.version, actor=body.actor, expires_in=body.expires_in
+            )
+
+        return JSONResponse(await run_in_threadpool(call))
+
+    async def reject(self, request: Request) -> Response:
+        body = await json_body(request, RejectBody)
+        saga_id = request.path_params["saga_id"]
+
+        def call() -> dict[str, Any]:
+            return services.reject(self.app, saga_id, actor=body.actor, reason=body.reason)
+
+        return JSONResponse(await run_in_threadpool(call))
+
+    async def cancel(self, request: Request) -> Response:
+        body = await json_body(request, CancelBody)
+        saga_id = request.path_params["saga_id"]
+
+        def call() -> dict[str, Any]:
+            return services.cancel(self.app, saga_id, actor=body.actor)
+
+        return JSONResponse(await run_in_threadpool(call))
+
+    async def reconcile(self, request: Request) -> Response:
+        body = await json_body(request, ReconcileBody)
+        saga_id = request.path_params["saga_id"]
+
+        def call() -> dict[str, Any]:
+            return services.reconcile(
+                self.app,
+                saga_id,
+                destination=body.destination,
+                outcome=body.outcome,
+                actor=body.actor,
+                reason=body.reason,
+            )
+
+        return JSONResponse(await run_in_threadpool(call))
+
+
+# -- errors: JSON under /api, a page elsewhere --------------------------------------
+def _is_api(request: Request) -> bool:
+    path = request.url.path
+    return path == "/api" or path.startswith("/api/")
+
+
+def _error_response(request: Request, code: int, message: str, kind: str, headers: Any = None) -> Response:
+    if _is_api(request):
+        return JSONResponse({"error": message, "kind": kind}, status_code=code, headers=headers)
+    return HTMLResponse(pages.error_page(code, message), status_code=code, headers=headers)
+
+
+async def _on_pressroom_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, PressroomError)
+    code = status_for(exc)
+    if code >= 500:
+        log.error("%s on %s %s: %s", type(exc).__name__, request.method, request.url.path, exc)
+    return _error_response(request, code, str(exc), type(exc).__name__)
+
+
+async def _on_http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    kind = _HTTP_KINDS.get(exc.status_code, "HTTPError")
+    return _error_response(request, exc.status_code, str(exc.detail), kind, exc.headers)
+
+
+def create_app(
+    app: App, *, allowed_hosts: Iterable[str] | None = None, form_token: str | None = None
+) -> Starlette:
+    """The ASGI application: API and pages over `app`.
+
+    `allowed_hosts` (None: any) limits the `Host` header; `form_token` (None: a
+    fresh random one) is what the pages' forms must send back.
+    """
+    web = WebPages(app, form_token or secrets.token_urlsafe(32))
+    return Starlette(
+        routes=[*Api(app).routes(), *web.routes()],
+        middleware=[Middleware(Guard, allowed_hosts=allowed_hosts)],
+        exception_handlers={PressroomError: _on_pressroom_error, HTTPException: _on_http_error},
+    )
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def serve(host: str = "127.0.0.1", port: int = 8080) -> None:
+    """Build the app from the environment's Settings, set up tracing, and run uvicorn."""
+    import uvicorn
+
+    from orchestrator.bootstrap import build_app
+    from orchestrator.config import Settings, environ_snapshot
+    from telemetry.names import SERVICE_API
+    from telemetry.setup import configure_tracing
+
+    configure_tracing(SERVICE_API, env=environ_snapshot())
+    app = build_app(Settings())
+    allowed: set[str] | None = None
+    if is_loopback(host):
+        allowed = {*LOOPBACK_HOSTS, host.strip("[]").lower()}
+    else:
+        log.warning("serving on %s without authentication: put an authenticating proxy in front", host)
+    uvicorn.run(create_app(app, allowed_hosts=allowed), host=host, port=port, server_header=False)
+
+
+__all__ = [
+    "MAX_JSON_BYTES",
+    "Api",
+    "ApproveBody",
+    "CancelBody",
+    "ReconcileBody",
+    "RejectBody",
+    "SubmitBody",
+    "create_app",
+    "is_loopback",
+    "json_body",
+    "serve",
+]

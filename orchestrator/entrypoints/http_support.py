@@ -1,0 +1,120 @@
+"""What the API and the pages share: the error-to-status table, bounded bodies, a guard.
+
+- `status_for(error)`: the one place a Pressroom error becomes an HTTP status
+  (InvalidInput 400, NotFound 404, Refused and its children 409), the HTTP
+  twin of `errors.exit_code_for`.
+- `read_body(request, limit)`: the request body, refused with 413 past `limit`.
+- `Guard`: ASGI middleware that adds security headers to every response
+  (no framing, no script, no sniffing) and, when given an allow-list,
+  refuses requests whose `Host` is not on it (a DNS-rebinding defence for a
+  server bound to the loopback address).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from starlette.datastructures import Headers, MutableHeaders
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from orchestrator.errors import ApprovalRequired, InvalidInput, NotFound, PressroomError, Refused
+
+ERROR_STATUS: tuple[tuple[type[PressroomError], int], ...] = (
+    (InvalidInput, 400),
+    (NotFound, 404),
+    (Refused, 409),
+    (ApprovalRequired, 409),
+)
+
+SECURITY_HEADERS: tuple[tuple[str, str], ...] = (
+    (
+        "content-security-policy",
+        "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; "
+        "frame-ancestors 'none'; base-uri 'none'",
+    ),
+    ("x-frame-options", "DENY"),
+    ("x-content-type-options", "nosniff"),
+    ("referrer-policy", "no-referrer"),
+    ("cache-control", "no-store"),
+)
+
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def status_for(error: PressroomError) -> int:
+    """The HTTP status of a Pressroom error; anything not in the table is a 500."""
+    for cls, code in ERROR_STATUS:
+        if isinstance(error, cls):
+            return code
+    return 500
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The whole body, or 413 as soon as it is known to exceed `limit` bytes."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise HTTPException(413, f"the request body is larger than {limit} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise HTTPException(413, f"the request body is larger than {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def media_type(request: Request) -> str:
+    return request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+
+
+def host_name(header: str) -> str:
+    """`Host` header → host name without the port (`[::1]:8080` → `::1`)."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        end = header.find("]")
+        return header[1:end] if end > 0 else header
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+class Guard:
+    """Security headers on every response; an optional `Host` allow-list."""
+
+    def __init__(self, app: ASGIApp, allowed_hosts: Iterable[str] | None = None) -> None:
+        self.app = app
+        self.allowed_hosts = None if allowed_hosts is None else frozenset(h.lower() for h in allowed_hosts)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if self.allowed_hosts is not None:
+            host = host_name(Headers(scope=scope).get("host", ""))
+            if host not in self.allowed_hosts:
+                refused = PlainTextResponse("unexpected Host header", status_code=400)
+                await refused(scope, receive, send)
+                return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in SECURITY_HEADERS:
+                    headers.setdefault(name, value)
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+__all__ = [
+    "ERROR_STATUS",
+    "LOOPBACK_HOSTS",
+    "SECURITY_HEADERS",
+    "Guard",
+    "host_name",
+    "media_type",
+    "read_body",
+    "status_for",
+]

@@ -1,0 +1,35 @@
+"""In-process saga helpers for integration tests (real database, real files)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from orchestrator import services
+from orchestrator.app import App
+from orchestrator.bootstrap import build_app
+from orchestrator.config import Settings
+
+
+def make_app(db_url: str, tmp_path: Path, **settings: Any) -> App:
+    values: dict[str, Any] = {
+        "database_url": db_url,
+        "broker_url": "inline://",
+        "secret": "integration-secret",
+        "destination_timeout": 0.5,
+        "secret_file": tmp_path / "secret",
+    }
+    values.update(settings)
+    return build_app(Settings(**values))
+
+
+def ready_saga(app: App, corpus: Path, dests: list[str], brief: str = "history of the library network") -> dict[str, Any]:
+    """Submit and run research, writing and review in-process: a saga in ready-for-review."""
+    status = services.submit(app, brief=brief, corpus=str(corpus), destinations=dests, actor="dana")
+    assert status["state"] == "ready-for-review", status
+    return status
+
+
+def tools_called(app: App, saga_id: str, tool: str) -> list[str]:
+    events = services.history(app, saga_id)["events"]
+    return [e["status"] for e in events if e["kind"] == "tool_call" and e["tool"] == tool]
