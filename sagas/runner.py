@@ -70,7 +70,9 @@ def publish_handler(app: App, handoff: Handoff, holder: str) -> Finalizer:
         if saga.state == SagaState.APPROVED:
             lapsed = _approval_lapsed(app, saga, digest)
             if lapsed:
-                records.transition(uow.session, saga, SagaEvent.APPROVAL_LAPSED, actor=PUBLISHER, reason=lapsed)
+                records.transition(
+                    uow.session, saga, SagaEvent.APPROVAL_LAPSED, actor=PUBLISHER, reason=lapsed
+                )
                 return noop
         start_execution(uow.session, saga, digest)
         caller = publisher_caller(saga, digest)
@@ -94,7 +96,11 @@ def _approval_lapsed(app: App, saga: SagaRow, digest: str) -> str | None:
     approval = app.store.find_approval(saga.id, digest)
     session = session_for(saga.id, saga.run)
     want = ApprovalRequest(
-        saga_id=saga.id, version_digest=digest, destination=saga.destinations[0], session=session, execution=session
+        saga_id=saga.id,
+        version_digest=digest,
+        destination=saga.destinations[0],
+        session=session,
+        execution=session,
     )
     why = refusal(approval, want, key=app.signing_key, now=datetime.now(UTC))
     return f"approval lapsed before publishing: {why}" if why else None
