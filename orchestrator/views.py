@@ -94,10 +94,12 @@ def _approval(row: ApprovalRow) -> dict[str, Any]:
 
 def version_view(s: Session, saga: SagaRow, version: VersionRow) -> dict[str, Any]:
     evidence = s.get(ArtifactRow, version.evidence_digest) if version.evidence_digest else None
-    suspicious = []
+    flagged: dict[str, list[str]] = {}
     if evidence is not None:
         for item in evidence.body.get("suspicious", []):
-            suspicious.append({"source": item.get("source"), "reasons": item.get("reasons", [])})
+            reasons = flagged.setdefault(str(item.get("source")), [])
+            reasons.extend(r for r in item.get("reasons", []) if r not in reasons)
+    suspicious = [{"source": source, "reasons": reasons} for source, reasons in flagged.items()]
     return {
         "saga_id": saga.id,
         "version": version.number,

@@ -124,6 +124,17 @@ def draft_handler(app: App, handoff: Handoff, holder: str) -> Finalizer:
         s = uow.session
         saga = records.load_saga(s, handoff.saga_id, lock=True)
         body = load_artifact(s, draft_digest)
+        head = records.head(s, saga)
+        if head is not None and head.markdown == body["markdown"] and handoff.note and head.review:
+            # A person's note the writer cannot act on: say so; do not mint an identical version.
+            records.transition(
+                s,
+                saga,
+                SagaEvent.REVISION_UNCHANGED,
+                actor="writer",
+                reason="the writer could not act on the rejection; change the text with `pressroom edit`",
+            )
+            return
         version = records.add_version(
             s,
             saga,

@@ -25,7 +25,7 @@ from roles.corpus import load_corpus, read_source
 from roles.injection import assess
 from roles.ranking import collect_evidence
 from roles.reviewing import review
-from roles.writing import write_draft
+from roles.writing import PERSON_REJECTED, write_draft
 from sagas import records
 
 DIGEST = r"^[0-9a-f]{64}$"
@@ -202,8 +202,8 @@ def note_findings(note: str) -> list[Finding]:
     """
     markers = sorted(set(re.findall(r"\[[1-9][0-9]*\]", note)), key=lambda m: int(m[1:-1]))
     if not markers:
-        return [Finding(rule="person-rejected", location="draft", message=note)]
-    return [Finding(rule="person-rejected", location=f"citation {m}", message=note) for m in markers]
+        return [Finding(rule=PERSON_REJECTED, location="draft", message=note)]
+    return [Finding(rule=PERSON_REJECTED, location=f"citation {m}", message=note) for m in markers]
 
 
 def _draft_key(a: DraftArgs) -> str:

@@ -42,6 +42,9 @@ from roles.reviewing import (
     parse_blocks,
 )
 
+# A person's rejection that names a citation: drop that quote, like a content finding.
+PERSON_REJECTED: Final = "person-rejected"
+DROP_QUOTE_RULES: Final = CONTENT_RULES | {PERSON_REJECTED}
 MAX_SECTIONS: Final = 3
 SENTENCES_PER_PARAGRAPH: Final = 3
 MAX_SENTENCES_PER_SECTION: Final = 6
@@ -166,9 +169,9 @@ def _exclusions(findings: Sequence[Finding], previous: Draft | None) -> _Exclusi
                 excluded.stale.add((citation.source, citation.source_digest))
             elif finding.rule in SOURCE_RULES:
                 excluded.sources.add(citation.source)
-            elif finding.rule in CONTENT_RULES:
+            elif finding.rule in DROP_QUOTE_RULES:
                 excluded.quotes.add((citation.source, normalize(citation.quote)))
-        elif finding.rule in CONTENT_RULES and finding.location in blocks:
+        elif finding.rule in DROP_QUOTE_RULES and finding.location in blocks:
             for marker in markers_in(blocks[finding.location].text):
                 if marker in by_marker:
                     named = by_marker[marker]

@@ -24,6 +24,7 @@ class SagaState(StrEnum):
 
 class SagaEvent(StrEnum):
     REVIEW_PASSED = "review_passed"
+    REVISION_UNCHANGED = "revision_unchanged"
     PREPARATION_FAILED = "preparation_failed"
     REJECTED = "rejected"
     EDITED = "edited"
@@ -41,6 +42,8 @@ S, E = SagaState, SagaEvent
 
 TRANSITIONS: dict[tuple[SagaState, SagaEvent], SagaState] = {
     (S.PREPARING, E.REVIEW_PASSED): S.READY_FOR_REVIEW,
+    # The writer could not act on a person's rejection: back to the person, no new version.
+    (S.PREPARING, E.REVISION_UNCHANGED): S.READY_FOR_REVIEW,
     (S.PREPARING, E.PREPARATION_FAILED): S.FAILED,
     (S.PREPARING, E.CANCELLED): S.CANCELLED,
     (S.READY_FOR_REVIEW, E.REJECTED): S.PREPARING,

@@ -22,13 +22,14 @@ pages are in `web.py`; blocking service calls run in Starlette's threadpool.
 
 Security, stated plainly: there is no authentication. Whoever reaches the
 port can submit, approve, reject, cancel and reconcile under any name they
-type. `serve` therefore binds 127.0.0.1 by default and then accepts only
-loopback `Host` headers (so a DNS-rebinding page cannot talk to it). Against
-cross-site requests from the reviewer's own browser: API POSTs must be
-`Content-Type: application/json`, which a page on another site cannot send
-without a CORS preflight (no CORS headers are served), and the pages' forms
-carry a per-process form token (see `web.py`). Bind another address only
-behind a proxy that authenticates.
+type, and a submit reads the corpus folder and writes the destinations it
+names as the server's own user. `serve` therefore binds 127.0.0.1 by default
+and then accepts only loopback `Host` headers (so a DNS-rebinding page cannot
+talk to it). Against cross-site requests from the reviewer's own browser:
+API POSTs must be `Content-Type: application/json`, which a page on another
+site cannot send without a CORS preflight (no CORS headers are served), and
+the pages' forms carry a per-process form token (see `web.py`). Bind another
+address only behind a proxy that authenticates.
 """
 
 from __future__ import annotations

@@ -33,9 +33,8 @@ code,pre,.mono{font-family:ui-monospace,monospace;font-size:.9em}
 pre{background:#fff;border:1px solid #e5e7eb;padding:.6rem;overflow:auto}
 .badge{display:inline-block;padding:.05rem .5rem;border-radius:.7rem;color:#fff;font-size:.85em;
  font-weight:600;background:#6b7280}
-.s-ready-for-review{background:#2563eb}.s-approved{background:#7c3aed}.s-executing{background:#d97706}
-.s-succeeded,.s-pass,.s-applied,.s-replayed{background:#15803d}.s-failed,.s-changes_requested{background:#b91c1c}
-.s-effect-unknown,.s-uncertain{background:#92400e}.s-cancelled,.s-compensated{background:#4b5563}
+.t-review{background:#2563eb}.t-approved{background:#7c3aed}.t-busy{background:#d97706}
+.t-good{background:#15803d}.t-bad{background:#b91c1c}.t-unknown{background:#92400e}.t-mute{background:#4b5563}
 .digest{font:600 1.05rem ui-monospace,monospace;background:#fef3c7;border:2px solid #f59e0b;
  padding:.5rem .8rem;word-break:break-all}
 .markdown{background:#fff;border:1px solid #e5e7eb;padding:.2rem 1.2rem}
@@ -47,23 +46,26 @@ label{display:inline-block;margin-right:1rem}
 .del{color:#b91c1c}.add{color:#15803d}.hunk{color:#6b7280}
 """
 
-_STATE_CLASSES = frozenset(
-    {
-        "ready-for-review",
-        "approved",
-        "executing",
-        "succeeded",
-        "failed",
-        "effect-unknown",
-        "cancelled",
-        "pass",
-        "changes_requested",
-        "applied",
-        "replayed",
-        "uncertain",
-        "compensated",
-    }
-)
+# Badge colour by state or status word; a word not listed is grey.
+_TONES = {
+    "ready-for-review": "review",
+    "approved": "approved",
+    "approval_required": "approved",
+    "executing": "busy",
+    "succeeded": "good",
+    "done": "good",
+    "ok": "good",
+    "pass": "good",
+    "replayed": "good",
+    "failed": "bad",
+    "error": "bad",
+    "rejected": "bad",
+    "changes_requested": "bad",
+    "effect-unknown": "unknown",
+    "uncertain": "unknown",
+    "cancelled": "mute",
+    "compensated": "mute",
+}
 
 
 def _e(value: object) -> str:
@@ -77,8 +79,7 @@ def saga_href(saga_id: str, *rest: object) -> str:
 
 def badge(state: object) -> str:
     text = "" if state is None else str(state)
-    css = f"s-{text}" if text in _STATE_CLASSES else "s-other"
-    return f'<span class="badge {css}">{_e(text)}</span>'
+    return f'<span class="badge t-{_TONES.get(text, "other")}">{_e(text)}</span>'
 
 
 def render_markdown(markdown: str) -> str:
@@ -321,7 +322,7 @@ def _header(status: Mapping[str, Any], notice: str | None, error: str | None) ->
     if status.get("state") == "effect-unknown":
         parts.append(
             '<p class="warn">A destination may or may not have applied the publish. A person settles it '
-            "with <code>pressroom reconcile</code> (or <code>POST /api/sagas/{id}/reconcile</code>).</p>"
+            f"with <code>pressroom reconcile {_e(status['saga_id'])}</code>.</p>"
         )
     if notice:
         parts.append(f'<p class="notice">{_e(notice)}</p>')
@@ -344,9 +345,9 @@ def saga_page(
     head = int(status.get("version") or 0)
     sections = [_header(status, notice, error), _destinations(status), _approval(status)]
     if version is not None:
+        sections.append(version_section(version, head))
         if status.get("state") == "ready-for-review" and version.get("is_head"):
             sections.append(_forms(status, version, token, values or {}))
-        sections.append(version_section(version, head))
     else:
         sections.append("<p>No version yet: the researcher and writer are still working.</p>")
     sections.append(_versions_nav(status["saga_id"], head))
