@@ -51,6 +51,9 @@ class App:
     open_destination: Callable[[str], Destination]
     handlers: dict[str, Handler] = field(default_factory=dict)
     relay: Relay | None = None
+    # inline://: deliver queued work before a use case returns. The demo turns
+    # this off and lets its worker threads deliver instead.
+    auto_drain: bool = True
 
     # -- producing ---------------------------------------------------------
     def dispatch(
@@ -154,7 +157,7 @@ class App:
     # -- in-process delivery (inline://, the demo) -----------------------------
     def drain(self) -> int:
         """Deliver queued work in this process until none is left."""
-        if not isinstance(self.broker, InlineBroker):
+        if not self.auto_drain or not isinstance(self.broker, InlineBroker):
             return 0
         handled = 0
         while True:

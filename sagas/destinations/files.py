@@ -26,10 +26,21 @@ def _fsync_folder(folder: Path) -> None:
         os.close(fd)
 
 
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
 def atomic_write(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` so that readers see the old bytes or the new, never a mix."""
+    """Replace `path` with `data` so that readers see the old bytes or the new, never a mix.
+
+    The file gets the mode a plain `open()` would give it (0666 less the umask):
+    published pages are meant to be served, not hidden like a temp file.
+    """
     fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()

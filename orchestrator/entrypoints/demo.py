@@ -1,0 +1,180 @@
+"""`pressroom demo`: the whole pipeline in one process, no servers.
+
+SQLite in a work folder, the in-process broker drained by worker threads,
+the sample corpus shipped with the package (one of its sources carries an
+injected instruction, which the researcher flags). The saga stops at
+ready-for-review and a person at the terminal approves the exact version
+shown; then it publishes to a static site folder.
+"""
+
+from __future__ import annotations
+
+import queue
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from orchestrator import services
+from orchestrator.app import App
+from orchestrator.bootstrap import build_app
+from orchestrator.config import Settings, environ_snapshot
+from orchestrator.errors import PressroomError
+from outbox.broker import InlineBroker
+
+SAMPLE_CORPUS = Path(__file__).resolve().parents[2] / "roles" / "sample_corpus"
+DEFAULT_BRIEF = "the history and services of the Millbrook public library network"
+FINAL = {"succeeded", "failed", "cancelled", "effect-unknown"}
+
+console = Console(highlight=False)
+
+
+def _workers(app: App, stop: threading.Event, count: int = 4) -> list[threading.Thread]:
+    assert isinstance(app.broker, InlineBroker)
+    inbox = app.broker.queue
+
+    def work() -> None:
+        while not stop.is_set():
+            try:
+                envelope = inbox.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            try:
+                app.handle(envelope)
+            except Exception as exc:  # the lease brings the work back
+                console.print(f"[red]work failed[/red] {envelope.task}: {exc}", markup=True)
+
+    def relay() -> None:
+        assert app.relay is not None
+        app.relay.run_forever(stop)
+
+    threads = [threading.Thread(target=work, name=f"worker-{i}", daemon=True) for i in range(count)]
+    threads.append(threading.Thread(target=relay, name="relay", daemon=True))
+    for t in threads:
+        t.start()
+    return threads
+
+
+def _follow(app: App, saga_id: str, until: set[str], seen: set[str], timeout: float = 120) -> dict[str, Any]:
+    """Print the saga's new events until its state is in `until`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for event in services.history(app, saga_id)["events"]:
+            if event["event_id"] in seen:
+                continue
+            seen.add(event["event_id"])
+            line = _describe(event)
+            if line:
+                console.print(line, markup=False)
+        status = services.status(app, saga_id)
+        if status["state"] in until or time.monotonic() > deadline:
+            return status
+        time.sleep(0.1)
+
+
+def _describe(event: dict[str, Any]) -> str | None:
+    kind, detail = event["kind"], event.get("detail") or {}
+    if kind == "transition":
+        reason = f" ({detail['reason']})" if detail.get("reason") else ""
+        return f"  saga → {detail.get('to')}{reason}"
+    if kind == "tool_call":
+        return f"  {event['actor']:<10} {event['tool']:<18} {event['status']}"
+    if kind == "version":
+        return f"  writer     version {detail.get('version')} {detail.get('digest', '')[:12]}"
+    return None
+
+
+def _show(app: App, saga_id: str) -> dict[str, Any]:
+    version = services.show(app, saga_id)
+    console.rule(f"v{version['version']} · {version['title']}")
+    console.print(f"digest  {version['version_digest']}")
+    table = Table("marker", "source", "quote", box=None, pad_edge=False)
+    for c in version["citations"]:
+        table.add_row(c["marker"], c["source"], c["quote"][:90])
+    console.print(table)
+    review = version.get("review") or {}
+    console.print(f"automated review: [bold]{review.get('verdict')}[/bold], {len(review.get('findings', []))} findings")
+    for flagged in version.get("suspicious_sources", []):
+        console.print(f"[yellow]flagged and kept out:[/yellow] {flagged['source']}", markup=True)
+        for reason in flagged["reasons"][:3]:
+            console.print(f"    {reason}", markup=False)
+    return version
+
+
+def run_demo(*, workdir: str, approve_as: str | None, brief: str | None) -> int:
+    from telemetry.setup import configure_tracing
+
+    work = Path(workdir).resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    env = environ_snapshot()
+    configure_tracing(
+        "pressroom-demo",
+        env=env,
+        exporter=None if "OTEL_TRACES_EXPORTER" in env else "file",
+        file_path=work / "spans.jsonl",
+    )
+    settings = Settings(
+        database_url=f"sqlite:///{work / 'pressroom.db'}",
+        broker_url="inline://",
+        secret_file=work / "secret",
+        relay_poll=0.2,
+    )
+    app = build_app(settings)
+    app.auto_drain = False
+    stop = threading.Event()
+    _workers(app, stop)
+    site = work / "site"
+    try:
+        console.print(f"[bold]Pressroom demo[/bold] in {work}")
+        status = services.submit(
+            app, brief=brief or DEFAULT_BRIEF, corpus=str(SAMPLE_CORPUS), destinations=[f"site:{site}"], actor="demo"
+        )
+        saga_id = status["saga_id"]
+        console.print(f"saga {saga_id}")
+        seen: set[str] = set()
+        status = _follow(app, saga_id, {"ready-for-review"} | FINAL, seen)
+        if status["state"] != "ready-for-review":
+            console.print(f"[red]stopped:[/red] {status['state']}: {status.get('reason')}")
+            return 1
+        version = _show(app, saga_id)
+        name = approve_as or _ask(version)
+        if not name:
+            console.print(
+                f"Not approved. To approve later:\n  PRESSROOM_DATABASE_URL=sqlite:///{work / 'pressroom.db'} "
+                f"PRESSROOM_SECRET_FILE={work / 'secret'} pressroom approve {saga_id} "
+                f"--version {version['version']} --as NAME",
+                markup=False,
+            )
+            return 0
+        approval = services.approve(app, saga_id, version=version["version"], actor=name)
+        console.print(f"approved by {name}; approval {approval['approval_id']} expires {approval['expires_at']}")
+        status = _follow(app, saga_id, FINAL, seen)
+        if status["state"] != "succeeded":
+            console.print(f"[red]{status['state']}[/red]: {status.get('reason')}")
+            return 1
+        receipt = status["destinations"][0]["receipt"]
+        console.print(f"[green]published[/green] {receipt['path']}")
+        console.print(f"open {site / 'index.html'}; trace: pressroom trace {saga_id} (same env as above)")
+        return 0
+    except PressroomError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        return exc.exit_code
+    finally:
+        stop.set()
+
+
+def _ask(version: dict[str, Any]) -> str:
+    if not sys.stdin.isatty():
+        return ""
+    prompt = f"Approve v{version['version']} ({version['version_digest'][:12]}) as (your name, empty to stop): "
+    try:
+        return input(prompt).strip()
+    except EOFError:
+        return ""
+
+
+__all__ = ["run_demo"]
