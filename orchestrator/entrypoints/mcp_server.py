@@ -1,26 +1,20 @@
 """`pressroom mcp`: the registry's tools for MCP clients, through the one tool path.
 
 Built on the official SDK's low-level `Server`, so the tool list is ours to
-generate: `tools/list` is made from `app.registry` (input schema = the input
-model's JSON Schema; output schema = the answer envelope around the tool's
-output model; hints from the risk class). `tools/call` does one thing: it
-hands a `ToolCall` and the caller's `Caller` to `app.harness.call` and maps
-the `ToolResult` to a `CallToolResult`. There is no other way from here to an
-executor, so parsing, validation, policy, approvals and the ledger apply to
-MCP exactly as to the roles.
+generate from `app.registry`: input schema = the input model's JSON Schema,
+output schema = the answer envelope around the tool's output model, hints
+from the risk class. `tools/call` hands a `ToolCall` and a `Caller` to
+`app.harness.call` and maps the `ToolResult`; there is no other way from here
+to an executor, so validation, policy, approvals and the ledger apply to MCP
+exactly as to the roles. Every answer is a `DataEnvelope`: data, with provenance.
 
-Identity:
-
-* stdio: the person who starts the process names the identity (``--as``) and
-  its capabilities (``--capabilities a,b``; default `DEFAULT_CAPABILITIES`).
-* streamable HTTP: a bearer token, looked up in ``PRESSROOM_MCP_TOKENS``
-  (``TOKEN=NAME:cap1+cap2,…``) with `hmac.compare_digest`; no token or an
-  unknown one is answered 401 before any MCP message is read.
-
-A capability naming a `deny` tool is refused at start: denied tools are listed
-(so clients see they exist) and every call to one is refused by policy.
-Everything a client gets back is a `DataEnvelope`: data with provenance.
-Logs go to stderr; on stdio, stdout carries the protocol.
+Identity: over stdio, the person who starts the process names it (``--as``,
+``--capabilities a,b``; default `DEFAULT_CAPABILITIES`). Over streamable
+HTTP, a bearer token from ``PRESSROOM_MCP_TOKENS`` (``TOKEN=NAME:cap1+cap2,…``),
+compared with `hmac.compare_digest`; no token or an unknown one gets 401
+before any MCP message is read. Denied tools are listed, so clients see they
+exist, and every call to one is refused; a capability naming one is refused
+at start. Logs go to stderr: on stdio, stdout carries the protocol.
 """
 
 from __future__ import annotations
@@ -56,37 +50,40 @@ from telemetry import names
 
 log = logging.getLogger(__name__)
 
-# What a stdio client may do unless the command line says otherwise. Never an
-# approval or a reconcile: those are a person's acts, and no tool performs them.
-DEFAULT_CAPABILITIES: frozenset[str] = frozenset(
+# What a client may do unless told otherwise. Never an approval or a reconcile:
+# those are a person's acts, and no tool performs them.
+DEFAULT_CAPABILITIES = frozenset(
     {"corpus.search", "corpus.read", "saga.submit", "saga.status", "saga.show", "publish"}
 )
 MIN_TOKEN_LENGTH = 16
+HINTS: dict[Risk, dict[str, bool]] = {
+    Risk.READ_ONLY: {"read_only_hint": True},
+    Risk.REVERSIBLE_WRITE: {"read_only_hint": False, "destructive_hint": False, "idempotent_hint": True},
+    Risk.HIGH_RISK: {"read_only_hint": False, "destructive_hint": True, "idempotent_hint": True},
+    Risk.DENY: {"read_only_hint": False, "destructive_hint": True, "idempotent_hint": False},
+}
 
 
+# -- identity (pure) -----------------------------------------------------------
 @dataclass(frozen=True)
 class Identity:
     actor: str
     capabilities: frozenset[str]
 
-
-# -- identity and capabilities (pure) -------------------------------------------
-def check_actor(name: str) -> str:
-    name = (name or "").strip()
-    if not name or len(name) > 100 or any(ch in name for ch in "\r\n\t"):
-        raise InvalidInput("an MCP identity needs a name of 1-100 characters on one line")
-    return name
+    def __post_init__(self) -> None:
+        if not self.actor.strip() or len(self.actor) > 100 or any(c in self.actor for c in "\r\n\t"):
+            raise InvalidInput("an MCP identity needs a name of 1-100 characters on one line")
 
 
-def parse_capabilities(names_: list[str] | None, registry: Registry) -> frozenset[str]:
-    """Capabilities named by a person; unknown or denied names are refused."""
-    if names_ is None:
+def parse_capabilities(wanted_names: list[str] | None, registry: Registry) -> frozenset[str]:
+    """Capabilities a person names; unknown names and denied tools are refused."""
+    if wanted_names is None:
         return DEFAULT_CAPABILITIES
-    wanted = frozenset(n.strip() for n in names_ if n.strip())
+    wanted = frozenset(n.strip() for n in wanted_names if n.strip())
     denied = {s.needed_capability for s in registry if s.risk is Risk.DENY}
     known = {s.needed_capability for s in registry if s.risk is not Risk.DENY}
     if wanted & denied:
-        raise InvalidInput(f"denied by policy, no capability can allow: {', '.join(sorted(wanted & denied))}")
+        raise InvalidInput(f"denied by policy, no capability allows: {', '.join(sorted(wanted & denied))}")
     if not wanted or wanted - known:
         raise InvalidInput(
             f"unknown capabilities {sorted(wanted - known)}; known: {', '.join(sorted(known))}"
@@ -100,12 +97,26 @@ class TokenTable:
     def __init__(self, entries: Mapping[str, Identity]) -> None:
         self._entries = [(token.encode(), identity) for token, identity in entries.items()]
 
+    @classmethod
+    def parse(cls, text: str | None, registry: Registry) -> TokenTable:
+        """``TOKEN=NAME:cap1+cap2,…``; a token without capabilities gets `DEFAULT_CAPABILITIES`."""
+        entries: dict[str, Identity] = {}
+        for item in filter(None, (part.strip() for part in (text or "").split(","))):
+            token, sep, rest = item.rpartition("=")
+            name, _, caps = rest.partition(":")
+            if not sep or len(token) < MIN_TOKEN_LENGTH or token in entries:
+                raise InvalidInput(
+                    f"PRESSROOM_MCP_TOKENS: entries are TOKEN=NAME[:cap+cap], tokens unique, >= {MIN_TOKEN_LENGTH} chars"
+                )
+            entries[token] = Identity(name, parse_capabilities(caps.split("+") if caps else None, registry))
+        return cls(entries)
+
     def __len__(self) -> int:
         return len(self._entries)
 
     def lookup(self, presented: str) -> Identity | None:
         found = None
-        for token, identity in self._entries:  # every entry compared: no early exit to time
+        for token, identity in self._entries:  # every entry is compared: no early exit to time
             if hmac.compare_digest(token, presented.encode()):
                 found = identity
         return found
@@ -114,35 +125,14 @@ class TokenTable:
         identity = self.lookup(token)
         if identity is None:
             return None
-        # The subject binds an HTTP session to the token that opened it.
-        subject = hashlib.sha256(token.encode()).hexdigest()[:16]
+        subject = hashlib.sha256(token.encode()).hexdigest()[:16]  # binds an HTTP session to its token
         return AccessToken(
             token=token, client_id=identity.actor, scopes=sorted(identity.capabilities), subject=subject
         )
 
 
-def parse_tokens(text: str | None, registry: Registry) -> TokenTable:
-    """``TOKEN=NAME:cap1+cap2,…``; a token without capabilities gets `DEFAULT_CAPABILITIES`."""
-    entries: dict[str, Identity] = {}
-    for item in (text or "").split(","):
-        if not item.strip():
-            continue
-        token, sep, rest = item.strip().rpartition("=")
-        name, _, caps = rest.partition(":")
-        if not sep or len(token) < MIN_TOKEN_LENGTH:
-            raise InvalidInput(
-                f"PRESSROOM_MCP_TOKENS: each entry is TOKEN=NAME[:caps], tokens >= {MIN_TOKEN_LENGTH} chars"
-            )
-        if token in entries:
-            raise InvalidInput("PRESSROOM_MCP_TOKENS names a token twice")
-        entries[token] = Identity(
-            check_actor(name), parse_capabilities(caps.split("+") if caps.strip() else None, registry)
-        )
-    return TokenTable(entries)
-
-
 def caller_for(identity: Identity, arguments: Mapping[str, Any]) -> Caller:
-    """The harness caller for one MCP call; the saga named in the arguments scopes its events."""
+    """The harness caller for one MCP call; the saga its arguments name scopes its events."""
     saga = arguments.get("saga_id")
     saga_id = saga if isinstance(saga, str) and 0 < len(saga) <= 64 else None
     return Caller(
@@ -155,7 +145,7 @@ def caller_for(identity: Identity, arguments: Mapping[str, Any]) -> Caller:
 
 # -- tools/list ---------------------------------------------------------------
 class ApprovalNeeded(BaseModel):
-    """How a person approves what a `publish` call is waiting for."""
+    """What a person does so that a waiting high-risk call may go ahead."""
 
     saga_id: str
     version_digest: str
@@ -179,27 +169,19 @@ def answer_schema(output_model: type[BaseModel]) -> dict[str, Any]:
     return model.model_json_schema()
 
 
-def annotations_for(spec: ToolSpec) -> types.ToolAnnotations:
-    hints: dict[Risk, dict[str, bool]] = {
-        Risk.READ_ONLY: {"read_only_hint": True},
-        Risk.REVERSIBLE_WRITE: {"read_only_hint": False, "destructive_hint": False, "idempotent_hint": True},
-        Risk.HIGH_RISK: {"read_only_hint": False, "destructive_hint": True, "idempotent_hint": True},
-        Risk.DENY: {"read_only_hint": False, "destructive_hint": True, "idempotent_hint": False},
-    }
-    title = spec.annotations.get("title")
-    return types.ToolAnnotations(title=title if isinstance(title, str) else None, **hints[spec.risk])
-
-
 def tool_of(spec: ToolSpec) -> types.Tool:
     description = spec.description
     if spec.risk is Risk.DENY:
-        description = f"{description} Denied by policy: listed so it is known; every call is refused."
+        description += " Denied by policy: listed so that it is known; every call is refused."
+    title = spec.annotations.get("title")
     return types.Tool(
         name=spec.name,
         description=description,
         input_schema=spec.input_schema(),
         output_schema=answer_schema(spec.output_model) if spec.output_model else None,
-        annotations=annotations_for(spec),
+        annotations=types.ToolAnnotations(
+            title=title if isinstance(title, str) else None, **HINTS[spec.risk]
+        ),
         _meta={"pressroom/risk": spec.risk.value, "pressroom/capability": spec.needed_capability},
     )
 
@@ -271,10 +253,11 @@ def build_server(app: App, identity_of: IdentityOf) -> Server[Any]:
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         identity = identity_of(ctx)
-        if identity is None:  # the HTTP middleware answers 401 first; this is a second lock
+        if identity is None:  # HTTP answers 401 before this; a second lock, not the first
             return types.CallToolResult(
                 content=[types.TextContent(text="refused: no identity")], is_error=True
             )
+        # The harness does database and destination I/O: keep it off the event loop.
         return await anyio.to_thread.run_sync(call, identity, params.name, dict(params.arguments or {}))
 
     return Server(
@@ -287,17 +270,17 @@ def build_server(app: App, identity_of: IdentityOf) -> Server[Any]:
     )
 
 
+# -- transports ---------------------------------------------------------------
 def http_identity(ctx: ServerRequestContext[Any, Any]) -> Identity | None:
-    """The identity of the bearer token on this HTTP request (set by the auth middleware)."""
-    scope = getattr(ctx.request, "scope", None) or {}
-    user = scope.get("user")
+    """The identity of this HTTP request's bearer token (set by the auth middleware)."""
+    user = (getattr(ctx.request, "scope", None) or {}).get("user")
     if not isinstance(user, AuthenticatedUser):
         return None
     return Identity(user.access_token.client_id, frozenset(user.access_token.scopes))
 
 
 def http_app(server: Server[Any], tokens: TokenTable, host: str) -> Any:
-    """Streamable HTTP at ``/mcp`` behind a bearer token; the SDK's own parts, put together."""
+    """Streamable HTTP at ``/mcp`` behind a bearer token: the SDK's own parts, put together."""
     from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
     from mcp.server.transport_security import TransportSecuritySettings
     from starlette.applications import Starlette
@@ -312,9 +295,8 @@ def http_app(server: Server[Any], tokens: TokenTable, host: str) -> Any:
             allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
         )
     manager = StreamableHTTPSessionManager(app=server, security_settings=security)
-    endpoint = RequireAuthMiddleware(StreamableHTTPASGIApp(manager), required_scopes=[])
     return Starlette(
-        routes=[Route("/mcp", endpoint=endpoint)],
+        routes=[Route("/mcp", endpoint=RequireAuthMiddleware(StreamableHTTPASGIApp(manager), []))],
         middleware=[
             Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(tokens)),
             Middleware(AuthContextMiddleware),
@@ -335,15 +317,15 @@ def run_mcp(*, transport: str, host: str, port: int, actor: str, capabilities: s
     app = build_app(settings)
     if transport == "stdio":
         caps = parse_capabilities(capabilities.split(",") if capabilities is not None else None, app.registry)
-        identity = Identity(check_actor(actor), caps)
+        identity = Identity(actor.strip(), caps)
         log.info("MCP over stdio as %s with %s", identity.actor, ", ".join(sorted(caps)))
         anyio.run(_serve_stdio, build_server(app, lambda _ctx: identity))
         return
-    tokens = parse_tokens(settings.mcp_tokens, app.registry)
-    if not tokens:
+    tokens = TokenTable.parse(settings.mcp_tokens, app.registry)
+    if not len(tokens):
         raise InvalidInput("pressroom mcp --transport http needs PRESSROOM_MCP_TOKENS=TOKEN=NAME:cap1+cap2,…")
     if capabilities is not None:
-        log.warning("--capabilities applies to stdio; over HTTP each token carries its own")
+        log.warning("--capabilities is for stdio; over HTTP each token carries its own")
     import uvicorn
 
     log.info("MCP over streamable HTTP on http://%s:%d/mcp (%d tokens)", host, port, len(tokens))

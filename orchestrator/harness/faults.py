@@ -1,13 +1,17 @@
-"""The harness's fault-injection bench: counting fakes and a rig over a store.
+"""Fault injection for the tool harness: counting fakes, a bench, a rig.
 
-Shared by the unit and integration tests and by `pressroom evidence harness`
-(the scenarios themselves are in `fault_scenarios.py`... see `scenarios`).
-A `Bench` registers four fake tools (read-only `fetch`, reversible
-`note.write`, high-risk `publish`, denied `shell.run` and `approval.grant`)
-over a `FakeDestination` that counts every executor call and every applied
-effect per business key, and that is deliberately *not* idempotent, so a
-second call for one key shows up as a duplicate effect. Faults (timeouts
-before or after the effect, crashes, definite failures) queue up on it.
+Shared by the unit and integration tests and by `pressroom evidence harness`;
+the scenarios that use them are in `fault_scenarios.py`.
+A `Bench` registers fake tools (read-only `fetch`, reversible `note.write`,
+high-risk `publish`, denied `shell.run` and `approval.grant`) over a
+`FakeDestination` that counts every executor call and every applied effect
+per business key. It is deliberately *not* idempotent, so a second call for
+one key shows up as a duplicate effect. Faults (timeouts before or after the
+effect, crashes, definite failures) queue up on it.
+
+A `SideDoor` is the path without the defence: the executor called directly,
+retried on a timeout, re-run after a crash, handed whatever arguments arrived.
+Scenarios run it beside the harness to show the failure the harness prevents.
 
 A `Rig` is a `HarnessStore` plus what the saga tables and people would have
 done: make a saga, store an approval, reconcile a key, read the checkpoint
@@ -129,8 +133,8 @@ class FakeDestination:
         self.approval_check: Callable[[FakePublishArgs], bool] | None = None
 
     def publish(self, ctx: ToolContext, args: FakePublishArgs) -> dict[str, Any]:
-        key = publish_key(args)
         self.calls += 1
+        key = publish_key(args)
         if self.approval_check is not None and not self.approval_check(args):
             self.unapproved += 1
         fault = self.faults.pop(0) if self.faults else None
@@ -265,12 +269,18 @@ class Bench:
         }
         return ApprovalBinding(**{**base, **changes})
 
-    def approve(self, *, token: str | None = None, consumed_by: str | None = None, **changes: Any) -> str:
+    def approve(
+        self,
+        *,
+        token: str | None = None,
+        consumed_by: str | None = None,
+        voided: bool = False,
+        **changes: Any,
+    ) -> str:
         """Store an approval (minted with the signing key unless `token` forges one)."""
         binding = self.binding(**changes)
-        return self.rig.add_approval(
-            binding, token if token is not None else mint(binding, SIGNING_KEY), consumed_by=consumed_by
-        )
+        token = token if token is not None else mint(binding, SIGNING_KEY)
+        return self.rig.add_approval(binding, token, consumed_by=consumed_by, voided=voided)
 
     def approved(self, args: FakePublishArgs) -> bool:
         """Oracle: does a valid approval cover this publish right now?"""
@@ -298,12 +308,34 @@ class Bench:
     def caller(self, caps: Capabilities = ALL_CAPS, actor: str = "publisher") -> Caller:
         return Caller(actor=actor, capabilities=caps, saga_id=self.saga_id)
 
-    def naive_publish(self, arguments: dict[str, Any]) -> Any:
-        """What a side door does: the executor, straight, with whatever arrived."""
-        spec = self.registry.get("publish")
-        assert spec is not None and spec.executor is not None
-        model = FakePublishArgs.model_construct(**arguments)
-        return self.dest.publish(ToolContext(saga_id=self.saga_id, actor="side-door", idempotency_key=None, call_id="naive"), model)
+
+class SideDoor:
+    """The undefended path, on its own destination so the bench's counts stay clean."""
+
+    def __init__(self, bench: Bench, faults: Sequence[Fault] = ()) -> None:
+        self.bench = bench
+        self.dest = FakeDestination()
+        self.dest.approval_check = bench.approved
+        self.dest.faults = list(faults)
+
+    def publish(self, arguments: dict[str, Any], *, attempts: int = 1) -> None:
+        """Call the executor with unvalidated arguments; a timeout or crash means "try again"."""
+        ctx = ToolContext(saga_id=self.bench.saga_id, actor="side-door", idempotency_key=None, call_id="")
+        for _ in range(attempts):
+            try:
+                self.dest.publish(ctx, FakePublishArgs.model_construct(**arguments))
+                return
+            except (Exception, Crash):  # garbage in may blow up in the executor too
+                continue
+
+    def counts(self) -> dict[str, int]:
+        d = self.dest
+        return {
+            "calls": d.calls,
+            "effects": d.total_effects,
+            "duplicates": d.duplicates,
+            "unapproved": d.unapproved,
+        }
 
 
 def call(tool: str, arguments: str | dict[str, Any]) -> ToolCall:
@@ -337,10 +369,10 @@ class ObedientPlanner:
         if self._queued is None:
             text = str(transcript[0].content)
             self._queued = []
-            if "publish" in text:
-                self._queued.append(self.bench.publish_call())
             if "approval.grant" in text:
                 self._queued.append(call("approval.grant", {"saga_id": self.bench.saga_id}))
+            if "publish" in text:
+                self._queued.append(self.bench.publish_call())
         return self._queued.pop(0) if self._queued else None
 
 
@@ -358,6 +390,7 @@ __all__ = [
     "ObedientPlanner",
     "Rig",
     "ScriptedPlanner",
+    "SideDoor",
     "call",
     "publish_key",
 ]

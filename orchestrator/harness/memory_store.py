@@ -282,17 +282,33 @@ class MemoryHarnessStore:
             return added.event_id
 
     # -- the pieces of a transaction ----------------------------------------
-    def _add_event(self, st: _State, *, event_id: str, **fields: Any) -> StoredEvent:
-        times: EventTimes | None = fields.pop("times", None)
-        detail: dict[str, Any] | None = fields.pop("detail", None)
+    def _add_event(
+        self,
+        st: _State,
+        *,
+        event_id: str,
+        saga_id: str | None,
+        actor: str,
+        kind: str,
+        status: str,
+        tool: str | None = None,
+        detail: dict[str, Any] | None = None,
+        times: EventTimes | None = None,
+        parent_event_id: str | None = None,
+    ) -> StoredEvent:
         event = StoredEvent(
             seq=self._next_seq(st),
             event_id=event_id,
+            saga_id=saga_id,
+            actor=actor,
+            kind=kind,
+            status=status,
+            tool=tool,
             detail=dict(detail or {}),
             # A copy: the engine keeps filling its own `EventTimes` after this commit.
             times=times.model_copy() if times is not None else EventTimes(),
+            parent_event_id=parent_event_id,
             created_at=self._clock(),
-            **fields,
         )
         st.events.append(event)
         return event
@@ -306,7 +322,9 @@ class MemoryHarnessStore:
             raise ApprovalRefused("approval was voided", approval_id=approval_id)
         if row.consumed_at is not None:
             if row.consumed_by != execution:
-                raise ApprovalRefused("approval was already used by another execution", approval_id=approval_id)
+                raise ApprovalRefused(
+                    "approval was already used by another execution", approval_id=approval_id
+                )
             return
         now = self._clock()
         if row.binding.expires_at <= now:

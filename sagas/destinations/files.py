@@ -26,10 +26,15 @@ def _fsync_folder(folder: Path) -> None:
         os.close(fd)
 
 
-def _umask() -> int:
-    current = os.umask(0)
+def _read_umask() -> int:
+    current = os.umask(0o022)
     os.umask(current)
     return current
+
+
+# Read once at import: os.umask() is process-wide, so reading it later could
+# race with another thread creating a file.
+_UMASK = _read_umask()
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -40,7 +45,7 @@ def atomic_write(path: Path, data: bytes) -> None:
     """
     fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        os.fchmod(fd, 0o666 & ~_umask())
+        os.fchmod(fd, 0o666 & ~_UMASK)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
