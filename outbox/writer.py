@@ -14,9 +14,9 @@ from typing import Any
 
 from sqlalchemy import update
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, col
+from sqlmodel import col
 
-from orchestrator.store.db import UnitOfWork
+from orchestrator.store.db import UnitOfWork, unit_of_work
 from orchestrator.store.tables import new_id, utcnow
 from outbox.broker import Broker, BrokerUnavailable
 from outbox.messages import Envelope
@@ -79,7 +79,8 @@ class Outbox:
 
     def mark_sent(self, message_id: str) -> None:
         now = utcnow()
-        with Session(self.engine) as s:
+        with unit_of_work(self.engine) as uow:
+            s = uow.session
             row = s.get(OutboxRow, message_id)
             lag = (now - row.created_at).total_seconds() if row else None
             queue = row.queue if row else ""
@@ -88,7 +89,6 @@ class Outbox:
                 .where(col(OutboxRow.id) == message_id, col(OutboxRow.sent_at).is_(None))
                 .values(sent_at=now, send_attempts=OutboxRow.send_attempts + 1)
             )
-            s.commit()
         if lag is not None:
             metrics.record_outbox_lag(lag, queue)
 

@@ -19,6 +19,7 @@ from sqlmodel import Session
 from orchestrator.errors import InvalidInput, NotFound
 from orchestrator.harness.digests import text_digest
 from orchestrator.harness.spec import Risk, ToolContext, ToolSpec
+from orchestrator.store.db import unit_of_work
 from orchestrator.store.tables import ArtifactRow
 from roles.artifacts import Artifact, Draft, Evidence, Finding
 from roles.corpus import load_corpus, read_source
@@ -112,7 +113,8 @@ class RoleTools:
         }
 
     def draft(self, ctx: ToolContext, args: DraftArgs) -> dict[str, Any]:
-        with Session(self.engine) as s:
+        with unit_of_work(self.engine) as uow:
+            s = uow.session
             saga = records.load_saga(s, args.saga_id)
             evidence = Evidence.model_validate(load_artifact(s, args.evidence_digest))
             findings: list[Finding] = []
@@ -128,7 +130,6 @@ class RoleTools:
                 previous = Draft(title=head.title, markdown=head.markdown, citations=tuple(head.citations))
             draft = write_draft(saga.brief, evidence, findings=findings or None, previous=previous)
             digest = store_artifact(s, saga.id, "draft", draft)
-            s.commit()
         return {
             "draft_digest": digest,
             "title": draft.title,
@@ -137,7 +138,8 @@ class RoleTools:
         }
 
     def review(self, ctx: ToolContext, args: ReviewArgs) -> dict[str, Any]:
-        with Session(self.engine) as s:
+        with unit_of_work(self.engine) as uow:
+            s = uow.session
             saga = records.load_saga(s, args.saga_id)
             version = records.version(s, saga.id, args.version)
             if version.digest != args.version_digest:
@@ -155,7 +157,6 @@ class RoleTools:
                 suspicious_texts=suspicious,
             )
             digest = store_artifact(s, saga.id, "review", report)
-            s.commit()
         return {"review_digest": digest, "verdict": report.verdict, "findings": len(report.findings)}
 
     def specs(self) -> list[ToolSpec]:

@@ -51,7 +51,7 @@ STATUS_STYLES: Final = {
     "uncertain": "bold yellow",
     "approval_required": "blue",
 }
-BAR_WIDTH: Final = 30
+BAR_WIDTH: Final = 20
 _DETAIL_CHARS: Final = 60
 
 Bounds = tuple[datetime, datetime | None]
@@ -143,6 +143,9 @@ def render_waterfall(
         out.print(span_trees(spans))
 
 
+PHASE_HEADERS = {"proposal": "prop", "authorization": "auth", "send": "send", "ack": "ack"}
+
+
 def waterfall_table(events: list[dict[str, Any]]) -> Table:
     """One row per event: its phases as bars on the saga's timeline, and their durations."""
     moments = [
@@ -161,11 +164,12 @@ def waterfall_table(events: list[dict[str, Any]]) -> Table:
         padding=(0, 1),
     )
     table.add_column("start", justify="right", no_wrap=True)
-    table.add_column("event", overflow="fold")
-    table.add_column("status", no_wrap=True)
-    table.add_column("phases", no_wrap=True, min_width=BAR_WIDTH)
+    table.add_column("event", overflow="fold", min_width=30)
+    table.add_column("status", no_wrap=True, max_width=12, overflow="ellipsis")
+    table.add_column("phases", no_wrap=True, width=BAR_WIDTH)
     for phase in names.PHASES:
-        table.add_column(Text(phase, style=PHASE_STYLES[phase]), justify="right", no_wrap=True)
+        # Short headers keep the table readable in an 80-column terminal.
+        table.add_column(Text(PHASE_HEADERS[phase], style=PHASE_STYLES[phase]), justify="right", no_wrap=True)
     for event in events:
         table.add_row(*_row(event, origin, total_ms))
     return table
@@ -180,10 +184,10 @@ def _row(event: Mapping[str, Any], origin: datetime, total_ms: float) -> list[Te
     label = Text(str(event.get("kind") or "event"), style="bold")
     if event.get("tool"):
         label.append(f" {event['tool']}")
-    label.append(f"\n{event.get('actor') or '-'}", style="dim")
-    detail = _detail_text(event.get("detail"))
-    if detail:
-        label.append(f"\n{detail}", style="dim italic")
+    label.append(f" · {event.get('actor') or '-'}", style="dim")
+    reason = (event.get("detail") or {}).get("reason") if isinstance(event.get("detail"), Mapping) else None
+    if reason:
+        label.append(f"\n{reason}", style="dim italic")
     status = str(event.get("status") or "-")
     cells = [Text(_ms(ms)) for ms in phase_durations(event).values()]
     # An event with no phases (a state change, a submission) is a point in time.

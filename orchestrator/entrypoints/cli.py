@@ -13,15 +13,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import click
-from rich.console import Console
 
 from orchestrator import services
 from orchestrator.app import App
 from orchestrator.config import Settings
 from orchestrator.entrypoints import render
 from orchestrator.errors import EXIT_BAD_INPUT, PressroomError, exit_code_for
-
-err = Console(stderr=True, highlight=False)
 
 
 class Ctx:
@@ -188,22 +185,27 @@ from orchestrator.entrypoints import processes  # noqa: E402  (registers worker,
 processes.register(cli, pass_ctx)
 
 
+def _error(message: str) -> None:
+    """One line on stderr, never wrapped: scripts grep it."""
+    sys.stderr.write("error: " + " ".join(message.split()) + "\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         cli.main(args=list(argv) if argv is not None else None, prog_name="pressroom", standalone_mode=False)
     except click.exceptions.Exit as exc:
         return int(exc.exit_code or 0)
     except click.Abort:
-        err.print("aborted")
+        _error("aborted")
         return 1
     except click.UsageError as exc:
-        err.print(f"error: {exc.format_message()}", markup=False)
+        _error(exc.format_message())
         return EXIT_BAD_INPUT
     except click.ClickException as exc:
-        err.print(f"error: {exc.format_message()}", markup=False)
+        _error(exc.format_message())
         return exc.exit_code
     except PressroomError as exc:
-        err.print(f"error: {exc}", markup=False)
+        _error(str(exc))
         return exit_code_for(exc)
     return 0
 

@@ -83,7 +83,9 @@ def trace(h: dict[str, Any], span_file: str | None) -> None:
     from telemetry.render import read_span_file, render_waterfall
 
     spans = read_span_file(Path(span_file)) if span_file else None
-    render_waterfall(h["events"], spans, console=out)
+    # A waterfall needs room: never narrower than 120 columns, even in a pipe.
+    wide = Console(highlight=False, width=max(out.width, 120))
+    render_waterfall(h["events"], spans, console=wide)
 
 
 __all__ = ["approval", "history", "saga_list", "status", "trace", "version"]

@@ -1,0 +1,41 @@
+"""Pure modules load no database, broker, HTTP or OpenTelemetry SDK module."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+PURE = [
+    "sagas.machine",
+    "orchestrator.errors",
+    "orchestrator.harness.spec",
+    "orchestrator.harness.registry",
+    "orchestrator.harness.parse",
+    "orchestrator.harness.capabilities",
+    "orchestrator.harness.policy",
+    "orchestrator.harness.approvals",
+    "orchestrator.harness.checkpoints",
+    "orchestrator.harness.provenance",
+    "orchestrator.harness.digests",
+    "orchestrator.routing",
+    "roles.artifacts",
+    "roles.injection",
+]
+FORBIDDEN = ["sqlalchemy", "sqlmodel", "psycopg", "celery", "kombu", "redis", "httpx", "opentelemetry.sdk", "sqlite3"]
+
+
+def test_pure_modules_import_no_adapters() -> None:
+    code = (
+        "import sys\n"
+        + "".join(f"import {m}\n" for m in PURE)
+        + f"bad = sorted(m for m in sys.modules if m.split('.')[0] in {FORBIDDEN!r} or m.startswith('opentelemetry.sdk'))\n"
+        + "print(','.join(bad))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "", f"pure modules loaded: {done.stdout.strip()}"
+
+
+def test_the_checker_would_see_a_forbidden_import() -> None:
+    code = "import sys, sqlite3\nprint('sqlite3' in sys.modules)\n"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "True"
