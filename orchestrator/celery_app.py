@@ -92,10 +92,9 @@ def _register(celery: Celery, name: str) -> None:
 @worker_process_init.connect  # type: ignore[untyped-decorator]
 def _tracing_after_fork(**_: Any) -> None:
     # Prefork children must set up their own tracer provider after the fork.
-    from orchestrator.config import environ_snapshot
-    from telemetry.setup import configure_after_fork
+    from orchestrator.observability import start_tracing
 
-    configure_after_fork(_service_name(), env=environ_snapshot())
+    start_tracing(_service_name(), after_fork=True)
 
 
 _queues_for_service: list[str] = []

@@ -42,6 +42,9 @@ class Settings(BaseSettings):
     relay_grace: float = Field(
         default=2.0, ge=0, description="age before the relay sends a row the writer did not"
     )
+    trace_file: Path | None = Field(
+        default=None, description="JSON-lines span file used when OTEL_TRACES_EXPORTER=file"
+    )
     model: str | None = None
     model_base_url: str | None = None
     model_api_key: SecretStr | None = None

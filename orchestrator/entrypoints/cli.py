@@ -28,11 +28,11 @@ class Ctx:
     def app(self, service: str = "pressroom-cli") -> App:
         if self._app is None:
             from orchestrator.bootstrap import build_app
-            from orchestrator.config import environ_snapshot
-            from telemetry.setup import configure_tracing
+            from orchestrator.observability import start_tracing
 
-            configure_tracing(service, env=environ_snapshot())
-            self._app = build_app(Settings())
+            settings = Settings()
+            start_tracing(service, settings)
+            self._app = build_app(settings)
         return self._app
 
 

@@ -292,12 +292,13 @@ def serve(host: str = "127.0.0.1", port: int = 8080) -> None:
     import uvicorn
 
     from orchestrator.bootstrap import build_app
-    from orchestrator.config import Settings, environ_snapshot
+    from orchestrator.config import Settings
+    from orchestrator.observability import start_tracing
     from telemetry.names import SERVICE_API
-    from telemetry.setup import configure_tracing
 
-    configure_tracing(SERVICE_API, env=environ_snapshot())
-    app = build_app(Settings())
+    settings = Settings()
+    start_tracing(SERVICE_API, settings)
+    app = build_app(settings)
     allowed: set[str] | None = None
     if is_loopback(host):
         allowed = {*LOOPBACK_HOSTS, host.strip("[]").lower()}

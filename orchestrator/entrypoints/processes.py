@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from orchestrator.config import Settings, environ_snapshot
+from orchestrator.config import Settings
 from orchestrator.errors import InvalidInput
 from orchestrator.routing import QUEUES
 
@@ -49,11 +49,11 @@ def register(cli: click.Group, pass_ctx: Any) -> None:
         if not settings.broker_url.startswith(("redis", "rediss", "amqp", "pyamqp")):
             raise InvalidInput("pressroom worker needs PRESSROOM_BROKER_URL=redis://… or amqp://…")
         from orchestrator.celery_app import make_celery, set_worker_queues
-        from telemetry.setup import configure_tracing
+        from orchestrator.observability import start_tracing
 
         set_worker_queues(names)
         if pool != "prefork":
-            configure_tracing("pressroom-worker-" + "-".join(names), env=environ_snapshot())
+            start_tracing("pressroom-worker-" + "-".join(names), settings)
         celery = make_celery(settings.broker_url)
         celery.worker_main(
             [
