@@ -8,10 +8,12 @@ one transaction with the handler's state change).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from opentelemetry import trace
 from pydantic import ValidationError
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
@@ -22,6 +24,7 @@ from orchestrator.harness.registry import Registry
 from orchestrator.routing import queue_of
 from orchestrator.store.db import UnitOfWork, unit_of_work
 from orchestrator.store.harness_store import SqlHarnessStore, add_event
+from orchestrator.store.tables import SagaRow
 from orchestrator.store.work import complete, new_work, take_lease
 from outbox.broker import Broker, InlineBroker
 from outbox.inbox import already_applied, claim
@@ -29,7 +32,7 @@ from outbox.messages import ArtifactRef, Envelope, Handoff
 from outbox.relay import Relay
 from outbox.writer import Outbox
 from sagas.destinations.base import Destination
-from telemetry import names, propagation
+from telemetry import names, propagation, spans
 
 log = logging.getLogger(__name__)
 
@@ -95,20 +98,27 @@ class App:
             attrs[names.ATTR_VERSION] = version
         if version_digest:
             attrs[names.ATTR_VERSION_DIGEST] = version_digest
-        return self.outbox.add(
-            uow, saga_id=saga_id, task=task, queue=queue, payload=work.payload, attributes=attrs
-        )
+        if trace.get_current_span().get_span_context().is_valid:
+            return self.outbox.add(
+                uow, saga_id=saga_id, task=task, queue=queue, payload=work.payload, attributes=attrs
+            )
+        # A person's command (approve, reject, edit, reconcile): join the saga's trace.
+        with saga_span(f"dispatch {task}", uow.session.get(SagaRow, saga_id)):
+            return self.outbox.add(
+                uow, saga_id=saga_id, task=task, queue=queue, payload=work.payload, attributes=attrs
+            )
 
     def resend(self, uow: UnitOfWork, task: str, payload: dict[str, Any], saga_id: str) -> str:
         """Send existing work again through the outbox (lease recovery)."""
-        return self.outbox.add(
-            uow,
-            saga_id=saga_id,
-            task=task,
-            queue=queue_of(task),
-            payload=payload,
-            attributes={names.ATTR_SAGA_ID: saga_id},
-        )
+        with saga_span(f"recover {task}", uow.session.get(SagaRow, saga_id)):
+            return self.outbox.add(
+                uow,
+                saga_id=saga_id,
+                task=task,
+                queue=queue_of(task),
+                payload=payload,
+                attributes={names.ATTR_SAGA_ID: saga_id},
+            )
 
     # -- consuming ---------------------------------------------------------
     def handle(self, env: Envelope) -> str:
@@ -150,8 +160,9 @@ class App:
                     status="applied",
                     detail={"message_id": env.message_id, "work_id": handoff.work_id},
                 )
-        with propagation.settle_span(env.queue, env.message_id, self.broker.system, attrs):
-            pass
+            # Committed: the broker's ack follows when this task returns.
+            with propagation.settle_span(env.queue, env.message_id, self.broker.system, attrs):
+                pass
         return "applied"
 
     # -- in-process delivery (inline://, the demo) -----------------------------
@@ -176,8 +187,21 @@ class App:
             log.exception("work %s failed; its lease will bring it back", env.message_id)
 
 
+@contextmanager
+def saga_span(name: str, saga: SagaRow | None, attrs: dict[str, Any] | None = None) -> Iterator[None]:
+    """A span in the saga's own trace, for work started outside any message
+    (a CLI command, the API, the sweeper): one saga is one trace."""
+    current = trace.get_current_span().get_span_context()
+    parent = None
+    if not current.is_valid and saga is not None and saga.trace_context:
+        parent = propagation.extract_context(saga.trace_context)
+    attributes = {names.ATTR_SAGA_ID: saga.id} if saga is not None else {}
+    with spans.open_span(name, {**attributes, **(attrs or {})}, context=parent):
+        yield
+
+
 def noop(_uow: UnitOfWork) -> None:
     """A finalizer that changes nothing but still completes the work."""
 
 
-__all__ = ["App", "Finalizer", "Handler", "noop"]
+__all__ = ["App", "Finalizer", "Handler", "noop", "saga_span"]

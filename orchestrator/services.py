@@ -16,7 +16,7 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from orchestrator import views
-from orchestrator.app import App
+from orchestrator.app import App, saga_span
 from orchestrator.errors import ApprovalRefused, InvalidInput, NotFound, Refused, StaleVersion
 from orchestrator.harness.approvals import ApprovalBinding, mint, session_for
 from orchestrator.harness.capabilities import ROLE_CAPABILITIES
@@ -28,7 +28,7 @@ from orchestrator.store.work import abandon_open_work
 from sagas import records
 from sagas.destinations.registry import parse_destination
 from sagas.machine import SagaEvent, SagaState
-from telemetry import metrics, spans
+from telemetry import metrics, propagation, spans
 
 MAX_BRIEF = 4000
 
@@ -77,19 +77,25 @@ def submit(app: App, *, brief: str, corpus: str, destinations: list[str], actor:
             state=SagaState.PREPARING.value,
             created_by=actor,
         )
-        uow.session.add(saga)
-        uow.session.flush()
-        add_event(
-            uow.session,
-            saga_id=saga.id,
-            actor=actor,
-            kind="saga",
-            status="submitted",
-            detail={"destinations": destinations, "corpus": saga.corpus},
-        )
-        app.dispatch(
-            uow, saga_id=saga.id, task=RESEARCH, capabilities=tuple(sorted(ROLE_CAPABILITIES["researcher"]))
-        )
+        with saga_span("submit", saga):
+            # The saga's trace starts here; every later message and command joins it.
+            saga.trace_context = propagation.inject_context()
+            uow.session.add(saga)
+            uow.session.flush()
+            add_event(
+                uow.session,
+                saga_id=saga.id,
+                actor=actor,
+                kind="saga",
+                status="submitted",
+                detail={"destinations": destinations, "corpus": saga.corpus},
+            )
+            app.dispatch(
+                uow,
+                saga_id=saga.id,
+                task=RESEARCH,
+                capabilities=tuple(sorted(ROLE_CAPABILITIES["researcher"])),
+            )
         saga_id = saga.id
     app.drain()
     return status(app, saga_id)
@@ -190,6 +196,7 @@ def approve(
                 spans.to_ns(now),
                 actor,
                 version_digest=head.digest,
+                context=propagation.extract_context(saga.trace_context) if saga.trace_context else None,
             )
         out = {
             "approval_id": row.id,

@@ -159,7 +159,8 @@ def waterfall_table(events: list[dict[str, Any]]) -> Table:
     saga = next((str(event["saga_id"]) for event in events if event.get("saga_id")), "-")
     table = Table(
         title=f"saga {saga}: {len(events)} events over {total_ms:.1f} ms",
-        caption="durations in ms; start is the offset from the saga's first moment",
+        caption="phases: prop = proposal, auth = authorization, send, ack; durations in ms; "
+        "start is the offset from the saga's first moment",
         box=box.SIMPLE_HEAD,
         padding=(0, 1),
     )

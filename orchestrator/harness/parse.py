@@ -32,9 +32,18 @@ def bounded_parse(raw: str | bytes | dict[str, Any], limits: ParseLimits = DEFAU
         text = json.dumps(raw, default=str)
         value: Any = raw
     else:
-        text = raw.decode("utf-8", errors="strict") if isinstance(raw, bytes) else raw
-        if len(text.encode("utf-8")) > limits.max_bytes:
+        if isinstance(raw, bytes):
+            if len(raw) > limits.max_bytes:
+                raise ParseRefused(f"arguments exceed {limits.max_bytes} bytes")
+            try:
+                text = raw.decode("utf-8", errors="strict")
+            except UnicodeDecodeError:
+                raise ParseRefused("arguments are not UTF-8 text") from None
+        else:
+            text = raw
+        if len(text.encode("utf-8", errors="surrogatepass")) > limits.max_bytes:
             raise ParseRefused(f"arguments exceed {limits.max_bytes} bytes")
+        _check_nesting(text, limits.max_depth)
         try:
             value = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -45,6 +54,32 @@ def bounded_parse(raw: str | bytes | dict[str, Any], limits: ParseLimits = DEFAU
         raise ParseRefused("arguments must be a JSON object")
     _check(value, limits, depth=1)
     return value
+
+
+def _check_nesting(text: str, max_depth: int) -> None:
+    """Refuse deep nesting before the JSON decoder recurses into it.
+
+    A linear scan over brackets outside strings: a few kilobytes of `[[[[…`
+    would otherwise exhaust the decoder's recursion long before the byte limit.
+    """
+    depth = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > max_depth:
+                raise ParseRefused(f"arguments nest deeper than {max_depth} levels")
+        elif ch in "]}":
+            depth -= 1
 
 
 def _check(value: Any, limits: ParseLimits, depth: int) -> None:
