@@ -7,17 +7,38 @@ the same way: the standard variables decide the exporter;
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from sqlalchemy import func
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+
 from orchestrator.config import Settings, environ_snapshot
+from orchestrator.store.tables import SagaRow
 
 
 def start_tracing(service: str, settings: Settings | None = None, *, after_fork: bool = False) -> None:
-    from telemetry.setup import configure_after_fork, configure_tracing
+    """Traces per OTEL_TRACES_EXPORTER, metrics per OTEL_METRICS_EXPORTER (both off when unset)."""
+    from telemetry.setup import configure_after_fork, configure_metrics, configure_tracing
 
     trace_file = (settings or Settings()).trace_file
+    env = environ_snapshot()
     if after_fork:
-        configure_after_fork(service, env=environ_snapshot(), file_path=trace_file)
+        configure_after_fork(service, env=env, file_path=trace_file)
     else:
-        configure_tracing(service, env=environ_snapshot(), file_path=trace_file)
+        configure_tracing(service, env=env, file_path=trace_file)
+        configure_metrics(service, env=env)
 
 
-__all__ = ["start_tracing"]
+def count_sagas_by_state(engine: Engine) -> Callable[[], dict[str, int]]:
+    """A callback for the `sagas by state` gauge (the relay registers it: one reader)."""
+
+    def count() -> dict[str, int]:
+        with Session(engine) as s:
+            rows = s.exec(select(SagaRow.state, func.count()).group_by(SagaRow.state)).all()
+            return {state: int(n) for state, n in rows}
+
+    return count
+
+
+__all__ = ["count_sagas_by_state", "start_tracing"]
