@@ -21,7 +21,7 @@ from orchestrator.routing import DRAFT, PUBLISH, RESEARCH, REVIEW
 from orchestrator.saga_tools import saga_tools
 from orchestrator.store.db import UnitOfWork, make_engine
 from orchestrator.store.harness_store import SqlHarnessStore
-from orchestrator.store.tables import WorkRow
+from orchestrator.store.tables import LedgerRow, WorkRow
 from orchestrator.store.work import sweep_expired
 from outbox.broker import Broker, CeleryBroker, InlineBroker, NullBroker
 from outbox.relay import Relay
@@ -145,12 +145,15 @@ def give_up(uow: UnitOfWork, work: WorkRow, attempts: int) -> None:
     elif saga.state in (SagaState.APPROVED, SagaState.EXECUTING):
         if saga.state == SagaState.APPROVED:
             records.transition(s, saga, SagaEvent.EXECUTION_STARTED, actor="sweeper")
-        # A publish may have started: what happened is unknown until a person looks.
+        # A publish may have started: a step whose intent was recorded with no
+        # result is uncertain; what happened is unknown until a person looks.
         records.transition(s, saga, SagaEvent.STEP_UNCERTAIN, actor="sweeper", reason=reason)
         for step in records.steps(s, saga.id):
-            if step.state in ("pending", "executing"):
+            ledger = s.get(LedgerRow, step.idempotency_key) if step.idempotency_key else None
+            if step.state != "done" and ledger is not None and ledger.status in ("pending", "uncertain"):
                 step.state = "uncertain"
-                s.add(step)
+                ledger.status = "uncertain"
+                s.add_all([step, ledger])
 
 
 def describe(app: App) -> dict[str, Any]:
