@@ -7,7 +7,7 @@ high-risk `publish`, denied `shell.run` and `approval.grant`) over a
 `FakeDestination` that counts every executor call and every applied effect
 per business key. It is deliberately *not* idempotent, so a second call for
 one key shows up as a duplicate effect. Faults (timeouts before or after the
-effect, crashes, definite failures) queue up on it.
+effect, crashes, definite failures, another caller mid-flight) queue up on it.
 
 A `SideDoor` is the path without the defence: the executor called directly,
 retried on a timeout, re-run after a crash, handed whatever arguments arrived.
@@ -131,10 +131,14 @@ class FakeDestination:
         self.faults: list[Fault] = []
         self.unapproved = 0
         self.approval_check: Callable[[FakePublishArgs], bool] | None = None
+        # Run inside the next call, before it applies: another caller arriving mid-flight.
+        self.interleave: list[Callable[[], object]] = []
 
     def publish(self, ctx: ToolContext, args: FakePublishArgs) -> dict[str, Any]:
         self.calls += 1
         key = publish_key(args)
+        if self.interleave:
+            self.interleave.pop(0)()
         if self.approval_check is not None and not self.approval_check(args):
             self.unapproved += 1
         fault = self.faults.pop(0) if self.faults else None

@@ -25,7 +25,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -100,15 +100,7 @@ class _LedgerEntry:
     attempts: int = 1
 
     def view(self) -> LedgerView:
-        return LedgerView(
-            key=self.key,
-            tool=self.tool,
-            saga_id=self.saga_id,
-            args_digest=self.args_digest,
-            status=self.status,
-            result=dict(self.result) if self.result is not None else None,
-            attempts=self.attempts,
-        )
+        return LedgerView.model_validate(asdict(self))  # asdict copies `result`; `event_id` is dropped
 
 
 @dataclass(frozen=True)
@@ -157,7 +149,8 @@ class MemoryHarnessStore:
             try:
                 yield self._state
             except BaseException:
-                self._state = snapshot
+                # In place: a hook's own (nested) transaction holds the same object.
+                vars(self._state).update(vars(snapshot))
                 raise
 
     def _next_seq(self, st: _State) -> int:
@@ -388,10 +381,6 @@ class MemoryHarnessStore:
         approval_id = self.add_approval(binding, mint(binding, signing_key))
         with self._lock:
             return self._state.approvals[approval_id].view()
-
-    def void_approvals(self, saga_id: str) -> int:
-        with self._transaction() as st:
-            return self._void(st, saga_id)
 
     def _void(self, st: _State, saga_id: str) -> int:
         now = self._clock()
