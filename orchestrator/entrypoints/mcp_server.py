@@ -322,7 +322,7 @@ def run_mcp(*, transport: str, host: str, port: int, actor: str, capabilities: s
         anyio.run(_serve_stdio, build_server(app, lambda _ctx: identity))
         return
     tokens = TokenTable.parse(settings.mcp_tokens, app.registry)
-    if not len(tokens):
+    if not tokens:
         raise InvalidInput("pressroom mcp --transport http needs PRESSROOM_MCP_TOKENS=TOKEN=NAME:cap1+cap2,…")
     if capabilities is not None:
         log.warning("--capabilities is for stdio; over HTTP each token carries its own")
@@ -341,12 +341,4 @@ async def _serve_stdio(server: Server[Any]) -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
-__all__ = [
-    "DEFAULT_CAPABILITIES",
-    "Answer",
-    "Identity",
-    "TokenTable",
-    "build_server",
-    "caller_for",
-    "run_mcp",
-]
+__all__ = ["DEFAULT_CAPABILITIES", "Identity", "TokenTable", "build_server", "caller_for", "run_mcp"]
