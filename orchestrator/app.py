@@ -19,6 +19,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from orchestrator.config import Settings
+from orchestrator.errors import RetryLater
 from orchestrator.harness.engine import Harness
 from orchestrator.harness.registry import Registry
 from orchestrator.routing import queue_of
@@ -31,7 +32,6 @@ from outbox.inbox import already_applied, claim
 from outbox.messages import ArtifactRef, Envelope, Handoff
 from outbox.relay import Relay
 from outbox.writer import Outbox
-from sagas.destinations.base import Destination
 from telemetry import names, propagation, spans
 
 log = logging.getLogger(__name__)
@@ -51,7 +51,6 @@ class App:
     broker: Broker
     outbox: Outbox
     signing_key: bytes
-    open_destination: Callable[[str], Destination]
     handlers: dict[str, Handler] = field(default_factory=dict)
     relay: Relay | None = None
     # inline://: deliver queued work before a use case returns. The demo turns
@@ -144,7 +143,18 @@ class App:
                 )
                 return "lease-held"
             handler = self.handlers[env.task]
-            finalize = handler(self, handoff, env.message_id)
+            try:
+                finalize = handler(self, handoff, env.message_id)
+            except RetryLater as exc:
+                # The lease is kept: the sweeper sends the work again once it runs out.
+                self.store.record_event(
+                    saga_id=handoff.saga_id,
+                    actor=consumer,
+                    kind="message",
+                    status="deferred",
+                    detail={"message_id": env.message_id, "reason": str(exc)},
+                )
+                return "deferred"
             with unit_of_work(self.engine) as uow:
                 if not claim(uow.session, env.message_id, consumer):
                     return "duplicate"

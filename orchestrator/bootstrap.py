@@ -97,11 +97,10 @@ def build_app(
         engine=engine,
         registry=registry,
         store=store,
-        harness=Harness(registry, store, signing_key=key),
+        harness=Harness(registry, store, signing_key=key, claim_seconds=settings.destination_timeout + 5),
         broker=broker,
         outbox=Outbox(engine, broker),
         signing_key=key,
-        open_destination=opener,
         handlers={
             RESEARCH: research_handler,
             DRAFT: draft_handler,

@@ -86,7 +86,7 @@ def _register(celery: Celery, name: str) -> None:
         )
         return pressroom_app().handle(env)
 
-    celery.task(name=name, bind=True, acks_late=True, reject_on_worker_lost=True)(run)
+    celery.task(name=name, bind=True, acks_late=True, reject_on_worker_lost=True, shared=False)(run)
 
 
 @worker_process_init.connect  # type: ignore[untyped-decorator]

@@ -13,6 +13,7 @@
     │   └── IdempotencyConflict same business key, different arguments
     ├── ApprovalRequired        an outcome, not a failure: a person must approve
     ├── EffectUnknown           an outcome: a side effect may have happened
+    ├── RetryLater              not now: the work's lease brings it back
     └── DestinationError        raised by destination adapters
         ├── NotApplied          definite: the destination did not apply it
         └── MaybeApplied        uncertain: it may have been applied
@@ -89,6 +90,12 @@ class EffectUnknown(PressroomError):
     exit_code = 0
 
 
+class RetryLater(PressroomError):
+    """Work that cannot go on yet (another call holds its key): leave it to its lease."""
+
+    exit_code = 0
+
+
 class DestinationError(PressroomError):
     """A destination call went wrong; `definite` says whether it surely did not apply."""
 
@@ -130,6 +137,7 @@ __all__ = [
     "PolicyRefused",
     "PressroomError",
     "Refused",
+    "RetryLater",
     "StaleVersion",
     "exit_code_for",
 ]

@@ -9,6 +9,7 @@ reverse order. Each writes an event naming the person and the reason.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from sqlmodel import Session
@@ -17,6 +18,7 @@ from orchestrator.app import App
 from orchestrator.errors import InvalidInput, Refused
 from orchestrator.harness.capabilities import ROLE_CAPABILITIES
 from orchestrator.harness.engine import Caller
+from orchestrator.harness.spec import ToolCall, ToolStatus
 from orchestrator.routing import PUBLISH
 from orchestrator.store.db import unit_of_work
 from orchestrator.store.harness_store import add_event
@@ -38,15 +40,22 @@ def reconcile_step(
             raise InvalidInput(f"{destination} is not a destination of saga {saga_id}")
         if step.state != "uncertain":
             raise Refused(f"step {destination} is {step.state}, not uncertain")
-        key = step.idempotency_key
+        key, digest = step.idempotency_key, step.version_digest
     receipt: dict[str, Any] = {"reconciled_by": actor, "reason": reason}
-    if outcome == "confirmed" and key:
-        try:
-            answer = app.open_destination(destination).status(key)
-            if answer.kind == "applied" and answer.receipt:
-                receipt = {**answer.receipt, "reconciled_by": actor}
-        except Exception:
-            pass  # the person's word stands; the destination is not called to publish
+    if outcome == "confirmed" and key and digest:
+        # Ask the destination for its receipt through the harness (read only);
+        # whatever it says, the person's word stands and nothing is published.
+        answer = app.harness.call(
+            ToolCall(
+                tool="publish.status",
+                arguments={"saga_id": saga_id, "destination": destination, "version_digest": digest},
+                call_id=uuid.uuid4().hex,
+            ),
+            Caller(actor=actor, capabilities=frozenset({"publish.status"}), saga_id=saga_id),
+        )
+        found = answer.output if answer.status is ToolStatus.OK and isinstance(answer.output, dict) else {}
+        if found.get("kind") == "applied" and isinstance(found.get("receipt"), dict):
+            receipt = {**found["receipt"], "reconciled_by": actor}
     with unit_of_work(app.engine) as uow:
         s = uow.session
         saga = records.load_saga(s, saga_id, lock=True)

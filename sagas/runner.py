@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from sqlmodel import Session
 
 from orchestrator.app import App, Finalizer, noop
+from orchestrator.errors import RetryLater
 from orchestrator.harness.approvals import ApprovalRequest, refusal, session_for
 from orchestrator.harness.capabilities import ROLE_CAPABILITIES
 from orchestrator.harness.digests import business_key
@@ -86,6 +87,9 @@ def publish_handler(app: App, handoff: Handoff, holder: str) -> Finalizer:
             continue
         if result.status is ToolStatus.UNCERTAIN:
             return _finish_uncertain(saga.id, uri, result)
+        if isinstance(result.output, dict) and result.output.get("in_flight"):
+            # Another call holds this step's key: neither a failure nor a success yet.
+            raise RetryLater(f"{uri}: {result.reason}", saga_id=saga.id)
         compensate(app, caller, saga.id, list(reversed(done)), digest)
         return _finish_failed(saga.id, uri, result)
     return _finish_succeeded(saga.id)

@@ -84,12 +84,16 @@ class Harness:
         signing_key: bytes,
         limits: ParseLimits = DEFAULT_LIMITS,
         clock: Callable[[], datetime] = _now,
+        claim_seconds: float = 30.0,
     ) -> None:
         self.registry = registry
         self.store = store
         self._key = signing_key
         self._limits = limits
         self._clock = clock
+        # How long a pending key is held by the call that wrote it: longer than
+        # any executor may take (the destination timeout bounds publishes).
+        self._claim_seconds = claim_seconds
 
     # -- the one path ------------------------------------------------------
     def call(self, proposal: ToolCall, caller: Caller) -> ToolResult:
@@ -124,7 +128,10 @@ class Harness:
         key = spec.key(model) if spec.key is not None else None
         if key:
             attrs[names.ATTR_IDEMPOTENCY_KEY] = key
-        return _Call(spec, proposal, caller, args, model, args_digest(args), key, times, attrs)
+        # The digest covers the validated arguments, defaults included, so the
+        # same call spelled two ways is the same call.
+        digest = args_digest(model.model_dump(mode="json"))
+        return _Call(spec, proposal, caller, args, model, digest, key, times, attrs)
 
     def _authorize_and_run(self, c: _Call) -> ToolResult:
         with spans.phase(names.AUTHORIZATION, c.attrs):
@@ -179,8 +186,13 @@ class Harness:
                     approval_id=decision.approval_id,
                     execution=request.execution if request else None,
                     times=c.times,
+                    claim_seconds=self._claim_seconds,
                 )
-            except (ApprovalRefused, IdempotencyConflict) as exc:
+            except IdempotencyConflict as exc:
+                if getattr(exc, "in_flight", False):
+                    return self._in_flight(c)
+                return self._refuse(c.proposal, c.caller, c.times, str(exc))
+            except ApprovalRefused as exc:
                 return self._refuse(c.proposal, c.caller, c.times, str(exc))
         return self._execute(c, intent_id)
 
@@ -210,7 +222,10 @@ class Harness:
                 "outcome unknown: awaiting reconcile by a person",
                 ledger_status=None,
             )
-        # pending with no result: a crash between intent and record. Ask, never guess.
+        # Claims are wall-clock deadlines written by the store; compare with the wall clock.
+        if ledger.claimed_until is not None and ledger.claimed_until > datetime.now(UTC):
+            return self._in_flight(c)
+        # pending, its claim run out, no result: a crash between intent and record. Ask, never guess.
         answer = self._probe(c)
         if answer.kind == "applied":
             return self._finish(c, ToolStatus.OK, answer.receipt, None, ledger_status="done")
@@ -224,13 +239,36 @@ class Harness:
             ledger_status="uncertain",
         )
 
+    def _in_flight(self, c: _Call) -> ToolResult:
+        """Another call holds this key right now: a conflict, never a second call."""
+        reason = f"another call holds key {c.key} in flight; ask again after its claim runs out"
+        event_id = self.store.record_event(
+            saga_id=c.caller.saga_id,
+            actor=c.caller.actor,
+            kind="tool_call",
+            status=ToolStatus.REJECTED.value,
+            tool=c.spec.name,
+            detail={"call_id": c.proposal.call_id, "reason": reason, "key": c.key, "in_flight": True},
+            times=c.times,
+        )
+        return ToolResult(
+            tool=c.spec.name,
+            status=ToolStatus.REJECTED,
+            output={"in_flight": True, "retry_after": self._claim_seconds},
+            reason=reason,
+            idempotency_key=c.key,
+            event_id=event_id,
+            call_id=c.proposal.call_id,
+        )
+
     def _run_read_only(self, c: _Call) -> ToolResult:
         with spans.phase(names.SEND, c.attrs, kind=SpanKind.CLIENT):
             c.times.sent_at = self._clock()
             try:
                 output = self._invoke(c)
-            except PressroomError as exc:
-                return self._finish(c, ToolStatus.ERROR, None, str(exc), ledger_status=None, phase=True)
+            except Exception as exc:  # a read failed: definitely nothing applied
+                reason = str(exc) if isinstance(exc, PressroomError) else f"{type(exc).__name__}: {exc}"
+                return self._finish(c, ToolStatus.ERROR, None, reason, ledger_status=None, phase=True)
         return self._finish(c, ToolStatus.OK, output, None, ledger_status=None, phase=True)
 
     def _execute(self, c: _Call, intent_id: str) -> ToolResult:

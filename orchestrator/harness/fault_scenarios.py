@@ -363,6 +363,7 @@ def redelivery_after_success(rig: Rig) -> Outcome:
 def redelivery_while_in_flight(rig: Rig) -> Outcome:
     """A second caller with the same key (a redelivered message, an MCP client) while the first runs."""
     b = Bench(rig)
+    b.restart(claim_seconds=30.0)  # the first caller is alive and holds its claim
     b.approve()
     inner: list[ToolResult] = []
     b.dest.interleave.append(lambda: inner.append(b.harness.call(b.publish_call(), b.caller())))

@@ -198,9 +198,16 @@ class Bench:
         self.session = rig.add_saga(self.saga_id, destinations=(DEST, OTHER_DEST))
         self.harness = self.restart()
 
-    def restart(self) -> Harness:
-        """A fresh harness over the same store: what a restarted process builds."""
-        self.harness = Harness(self.registry, self.rig, signing_key=SIGNING_KEY, clock=lambda: self.now)
+    def restart(self, claim_seconds: float = 0.0) -> Harness:
+        """A fresh harness over the same store: what a restarted process builds.
+
+        Claims on pending keys last `claim_seconds`; the default 0 makes a
+        restart here stand for one after the crashed call's claim ran out
+        (in production the work lease brings the work back after that).
+        """
+        self.harness = Harness(
+            self.registry, self.rig, signing_key=SIGNING_KEY, clock=lambda: self.now, claim_seconds=claim_seconds
+        )
         return self.harness
 
     # -- tools ----------------------------------------------------------------

@@ -24,6 +24,12 @@ class LoopLimits:
     deadline_seconds: float = 120.0
     budget: int = 40  # tool calls, whatever their outcome
 
+    def __post_init__(self) -> None:
+        for name in ("max_steps", "max_retries", "max_rejections", "budget"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"LoopLimits.{name} must not be negative")
+        if self.deadline_seconds <= 0:
+            raise ValueError("LoopLimits.deadline_seconds must be positive")
 
 @dataclass
 class LoopOutcome:

@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from orchestrator.errors import ApprovalRefused, IdempotencyConflict, NotFound
@@ -98,6 +98,7 @@ class _LedgerEntry:
     result: dict[str, Any] | None = None
     event_id: str | None = None
     attempts: int = 1
+    claimed_until: datetime | None = None
 
     def view(self) -> LedgerView:
         return LedgerView.model_validate(asdict(self))  # asdict copies `result`; `event_id` is dropped
@@ -218,13 +219,14 @@ class MemoryHarnessStore:
         approval_id: str | None,
         execution: str | None,
         times: EventTimes,
+        claim_seconds: float = 30.0,
     ) -> str:
         key = state.idempotency_key
         with self._transaction() as st:
             if approval_id is not None:
                 self._consume(st, approval_id, execution or "")
             if key:
-                self._ledger_pending(st, key, state, saga_id)
+                self._ledger_pending(st, key, state, saga_id, claim_seconds)
             prev = next((c.hash for c in reversed(st.checkpoints) if c.saga_id == saga_id), GENESIS)
             st.checkpoints.append(
                 StoredCheckpoint(
@@ -324,18 +326,29 @@ class MemoryHarnessStore:
             raise ApprovalRefused("approval expired", approval_id=approval_id)
         st.approvals[approval_id] = replace(row, consumed_at=now, consumed_by=execution)
 
-    def _ledger_pending(self, st: _State, key: str, state: AgentState, saga_id: str | None) -> None:
+    def _ledger_pending(
+        self, st: _State, key: str, state: AgentState, saga_id: str | None, claim_seconds: float
+    ) -> None:
+        now = self._clock()
+        until = now + timedelta(seconds=claim_seconds)
         entry = st.ledger.get(key)
         if entry is None:
             st.ledger[key] = _LedgerEntry(
-                key=key, tool=state.tool, saga_id=saga_id, args_digest=state.args_digest, status="pending"
+                key=key,
+                tool=state.tool,
+                saga_id=saga_id,
+                args_digest=state.args_digest,
+                status="pending",
+                claimed_until=until,
             )
             return
         if entry.args_digest != state.args_digest:
             raise IdempotencyConflict(f"key {key} was used with other arguments", key=key)
+        if entry.status == "pending" and entry.claimed_until is not None and entry.claimed_until > now:
+            raise IdempotencyConflict(f"key {key} is in flight", key=key, in_flight=True)
         if entry.status not in _RESTARTABLE:
             raise IdempotencyConflict(f"key {key} is {entry.status}", key=key)
-        st.ledger[key] = replace(entry, status="pending", attempts=entry.attempts + 1)
+        st.ledger[key] = replace(entry, status="pending", attempts=entry.attempts + 1, claimed_until=until)
 
     # -- seeding: what the saga tables and people would have done ------------
     def add_saga(self, saga_id: str, *, run: int = 1, destinations: Sequence[str] = ()) -> str:

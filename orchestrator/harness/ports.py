@@ -24,6 +24,9 @@ class LedgerView(BaseModel):
     status: str  # pending | done | uncertain | failed | absent
     result: dict[str, Any] | None = None
     attempts: int = 1
+    # While a call holds the key (`pending`), until when its claim lasts: a
+    # second caller before then is refused as in flight, never run again.
+    claimed_until: datetime | None = None
 
 
 class EventTimes(BaseModel):
@@ -69,8 +72,10 @@ class HarnessStore(Protocol):
         approval_id: str | None,
         execution: str | None,
         times: EventTimes,
+        claim_seconds: float = 30.0,
     ) -> str:
-        """Commit approval consumption, checkpoint, ledger `pending` and the intent event.
+        """Commit approval consumption, checkpoint, ledger `pending` (claimed for
+        `claim_seconds`) and the intent event.
 
         Raises `ApprovalRefused` if the approval can no longer be consumed and
         `IdempotencyConflict` if another caller holds the key in flight.

@@ -8,7 +8,7 @@ in one transaction before the executor runs.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import update
@@ -94,6 +94,7 @@ class SqlHarnessStore:
                 status=row.status,
                 result=row.result,
                 attempts=row.attempts,
+                claimed_until=row.claimed_until,
             )
 
     def record_event(
@@ -134,16 +135,20 @@ class SqlHarnessStore:
         approval_id: str | None,
         execution: str | None,
         times: EventTimes,
+        claim_seconds: float = 30.0,
     ) -> str:
         now = utcnow()
         key = state.idempotency_key
         try:
             with unit_of_work(self.engine) as uow:
                 s = uow.session
+                if saga_id is not None:
+                    # Serialize effects of one saga: the checkpoint chain never forks.
+                    s.get(SagaRow, saga_id, with_for_update=True)
                 if approval_id is not None:
                     _consume(s, approval_id, execution or "", now)
                 if key:
-                    _ledger_pending(s, key, state, saga_id, now)
+                    _ledger_pending(s, key, state, saga_id, now, now + timedelta(seconds=claim_seconds))
                 prev = s.exec(
                     select(CheckpointRow.hash)
                     .where(CheckpointRow.saga_id == saga_id)
@@ -219,26 +224,38 @@ def _consume(s: Session, approval_id: str, execution: str, now: datetime) -> Non
         raise ApprovalRefused("approval not found", approval_id=approval_id)
     if row.voided_at is not None:
         raise ApprovalRefused("approval was voided", approval_id=approval_id)
+    if row.consumed_at is None and _aware(row.expires_at) <= now:
+        raise ApprovalRefused("approval expired", approval_id=approval_id)
     if row.consumed_by != execution:
         raise ApprovalRefused("approval was already used by another execution", approval_id=approval_id)
 
 
-def _ledger_pending(s: Session, key: str, state: AgentState, saga_id: str | None, now: datetime) -> None:
+def _ledger_pending(
+    s: Session, key: str, state: AgentState, saga_id: str | None, now: datetime, until: datetime
+) -> None:
     row = s.get(LedgerRow, key, with_for_update=True)
     if row is None:
         s.add(
             LedgerRow(
-                key=key, tool=state.tool, saga_id=saga_id, args_digest=state.args_digest, status="pending"
+                key=key,
+                tool=state.tool,
+                saga_id=saga_id,
+                args_digest=state.args_digest,
+                status="pending",
+                claimed_until=until,
             )
         )
         s.flush()
         return
     if row.args_digest != state.args_digest:
         raise IdempotencyConflict(f"key {key} was used with other arguments", key=key)
+    if row.status == "pending" and row.claimed_until is not None and _aware(row.claimed_until) > now:
+        raise IdempotencyConflict(f"key {key} is in flight", key=key, in_flight=True)
     if row.status not in ("failed", "absent", "pending"):
         raise IdempotencyConflict(f"key {key} is {row.status}", key=key)
     row.status = "pending"
     row.attempts += 1
+    row.claimed_until = until
     row.updated_at = now
     s.add(row)
 

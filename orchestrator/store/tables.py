@@ -123,6 +123,7 @@ class LedgerRow(SQLModel, table=True):
     result: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     event_id: str | None = None
     attempts: int = 1
+    claimed_until: datetime | None = Field(default=None, description="while pending: the claim's end")
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
 

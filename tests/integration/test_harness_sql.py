@@ -87,9 +87,7 @@ IN_FLIGHT_BUG = (
     "(store/harness_store.py _ledger_pending) and runs the executor again; see tests/unit/test_harness_faults.py"
 )
 SCENARIOS = [
-    pytest.param(s, marks=pytest.mark.xfail(strict=True, reason=IN_FLIGHT_BUG))
-    if s is fs.redelivery_while_in_flight
-    else s
+    s
     for s in fs.SCENARIOS
 ]
 

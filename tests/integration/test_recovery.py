@@ -147,7 +147,9 @@ def test_relay_killed_between_commit_and_send_loses_no_message(procs, pg_url: st
 
 
 def test_publisher_sigkilled_mid_publish_gives_one_effect(procs, pg_url: str, redis_url: str, tmp_path: Path, corpus: Path) -> None:  # type: ignore[no-untyped-def]
-    env = _env(pg_url, redis_url, PRESSROOM_DESTINATION_TIMEOUT="20")
+    # The killed call's claim on its key lasts the destination timeout + 5 s;
+    # until then the restarted publisher defers, then asks the status.
+    env = _env(pg_url, redis_url, PRESSROOM_DESTINATION_TIMEOUT="4", PRESSROOM_MAX_ATTEMPTS="10")
     p = procs(env)
     p.relay()
     p.worker("roles", "researcher,writer,reviewer")

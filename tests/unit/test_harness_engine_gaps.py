@@ -1,10 +1,9 @@
-"""Engine behaviours found while writing the fault suite that do not hold yet (strict xfails)."""
+"""Engine behaviours found while writing the fault suite, fixed since: kept as regression tests."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from pydantic import BaseModel, ConfigDict
 
 from orchestrator.harness.engine import Caller, Harness
@@ -34,12 +33,6 @@ def _harness(executor: Any, risk: Risk) -> Harness:
 CALLER = Caller(actor="tester", capabilities=frozenset({"t"}))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG engine.py Harness._prepare: the args digest is taken over the raw JSON, not the validated model, so the "
-    "same business key with the same validated arguments (a default left out, then written out) is "
-    "refused as 'used with other arguments'",
-)
 def test_the_same_validated_arguments_replay_instead_of_conflicting() -> None:
     calls: list[NoteArgs] = []
     harness = _harness(lambda ctx, a: calls.append(a) or {"saved": True}, Risk.REVERSIBLE_WRITE)
@@ -51,12 +44,6 @@ def test_the_same_validated_arguments_replay_instead_of_conflicting() -> None:
     assert len(calls) == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=OSError,
-    reason="BUG engine.py Harness._run_read_only catches only PressroomError, so a read-only executor "
-    "raising e.g. OSError escapes Harness.call: no event, no `error` answer to the planner",
-)
 def test_a_failing_read_only_executor_answers_error() -> None:
     def broken(ctx: ToolContext, args: NoteArgs) -> dict[str, Any]:
         raise OSError("disk gone")

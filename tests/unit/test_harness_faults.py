@@ -164,7 +164,6 @@ IN_FLIGHT_BUG = (
 )
 
 
-@pytest.mark.xfail(strict=True, reason=IN_FLIGHT_BUG)
 def test_a_second_caller_while_the_first_is_in_flight_does_not_call_again(store: MemoryHarnessStore) -> None:
     out = fs.redelivery_while_in_flight(store)
     assert out.naive["duplicates"] == 1

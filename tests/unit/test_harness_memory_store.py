@@ -44,7 +44,11 @@ def _state(key: str | None = "k1", digest: str = "d" * 64, step: int = 1) -> Age
 
 
 def _begin(
-    store: MemoryHarnessStore, state: AgentState, approval_id: str | None = None, execution: str = "s1:1"
+    store: MemoryHarnessStore,
+    state: AgentState,
+    approval_id: str | None = None,
+    execution: str = "s1:1",
+    claim_seconds: float = 0.0,
 ) -> str:
     return store.begin_effect(
         saga_id="s1",
@@ -53,6 +57,7 @@ def _begin(
         approval_id=approval_id,
         execution=execution,
         times=EventTimes(proposed_at=NOW, authorized_at=NOW),
+        claim_seconds=claim_seconds,
     )
 
 
@@ -129,6 +134,16 @@ def test_the_ledger_moves_through_its_statuses() -> None:
     _finish(store, "uncertain")
     with pytest.raises(IdempotencyConflict, match="is uncertain"):
         _begin(store, _state(step=3))
+
+
+def test_a_live_claim_on_a_pending_key_is_refused_as_in_flight() -> None:
+    store = _store()
+    _begin(store, _state(), claim_seconds=60)
+    with pytest.raises(IdempotencyConflict, match="in flight") as info:
+        _begin(store, _state(step=2))
+    assert getattr(info.value, "in_flight", False) is True
+    row = store.ledger_get("k1")
+    assert row is not None and row.attempts == 1 and row.claimed_until is not None
 
 
 def _event() -> dict[str, Any]:

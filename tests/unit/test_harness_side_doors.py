@@ -127,11 +127,6 @@ def test_app_exposes_tools_only_through_the_registry_the_harness_wraps() -> None
     assert "SqlHarnessStore" in text["store"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="App.open_destination (orchestrator/app.py, the App dataclass) hands every holder of an App, entry points "
-    "included, a Destination whose publish() bypasses the harness; reconcile uses it for status()",
-)
 def test_app_holds_no_destination_handle() -> None:
     from orchestrator.app import App
 
