@@ -42,6 +42,11 @@ class Settings(BaseSettings):
     relay_grace: float = Field(
         default=2.0, ge=0, description="age before the relay sends a row the writer did not"
     )
+    allowed_roots: str | None = Field(
+        default=None,
+        description="folders (joined by ':') that corpora and site:/git: destinations must lie in; "
+        "unset: anywhere the process may read and write",
+    )
     trace_file: Path | None = Field(
         default=None, description="JSON-lines span file used when OTEL_TRACES_EXPORTER=file"
     )
@@ -59,6 +64,12 @@ class Settings(BaseSettings):
         if not value.startswith(("sqlite:", "postgresql")):
             raise ValueError("database URL must be sqlite:///PATH or postgresql+psycopg://…")
         return value
+
+    def roots(self) -> list[Path]:
+        """The allowed roots, resolved; empty when any folder is allowed."""
+        if not self.allowed_roots:
+            return []
+        return [Path(p).expanduser().resolve() for p in self.allowed_roots.split(os.pathsep) if p.strip()]
 
     def signing_key(self) -> bytes:
         """The approval signing key; created with mode 0600 on first use."""

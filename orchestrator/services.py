@@ -40,6 +40,15 @@ def _name(value: str, what: str = "--as") -> str:
     return value
 
 
+def _within(roots: list[Path], path: Path, what: str) -> None:
+    """With PRESSROOM_ALLOWED_ROOTS set, refuse a path outside every root."""
+    if not roots:
+        return
+    resolved = path.resolve()
+    if not any(resolved == r or r in resolved.parents for r in roots):
+        raise InvalidInput(f"{what} {path} is outside the allowed roots (PRESSROOM_ALLOWED_ROOTS)")
+
+
 def parse_duration(text: str) -> timedelta:
     """`90`, `90s`, `30m`, `2h`, `1d` → a positive timedelta."""
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", text or "")
@@ -62,10 +71,14 @@ def submit(app: App, *, brief: str, corpus: str, destinations: list[str], actor:
         raise InvalidInput(f"corpus folder not found: {corpus}")
     if not destinations:
         raise InvalidInput("at least one --dest is needed")
+    roots = app.settings.roots()
+    _within(roots, root, "corpus folder")
     for uri in destinations:
-        parse_destination(uri)
-        if ".." in Path(uri.split(":", 1)[1]).parts:
+        scheme, target = parse_destination(uri)
+        if ".." in Path(target).parts:
             raise InvalidInput(f"destination path must not contain '..': {uri}")
+        if scheme in ("site", "git"):
+            _within(roots, Path(target).expanduser(), "destination")
     if len(set(destinations)) != len(destinations):
         raise InvalidInput("a destination is named twice")
     actor = _name(actor)

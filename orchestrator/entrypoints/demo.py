@@ -97,7 +97,9 @@ def _show(app: App, saga_id: str) -> dict[str, Any]:
         table.add_row(c["marker"], c["source"], c["quote"][:90])
     console.print(table)
     review = version.get("review") or {}
-    console.print(f"automated review: [bold]{review.get('verdict')}[/bold], {len(review.get('findings', []))} findings")
+    console.print(
+        f"automated review: [bold]{review.get('verdict')}[/bold], {len(review.get('findings', []))} findings"
+    )
     for flagged in version.get("suspicious_sources", []):
         console.print(f"[yellow]flagged and kept out:[/yellow] {flagged['source']}", markup=True)
         for reason in flagged["reasons"][:3]:
@@ -131,7 +133,11 @@ def run_demo(*, workdir: str, approve_as: str | None, brief: str | None) -> int:
     try:
         console.print(f"[bold]Pressroom demo[/bold] in {work}")
         status = services.submit(
-            app, brief=brief or DEFAULT_BRIEF, corpus=str(SAMPLE_CORPUS), destinations=[f"site:{site}"], actor="demo"
+            app,
+            brief=brief or DEFAULT_BRIEF,
+            corpus=str(SAMPLE_CORPUS),
+            destinations=[f"site:{site}"],
+            actor="demo",
         )
         saga_id = status["saga_id"]
         console.print(f"saga {saga_id}")
@@ -151,7 +157,9 @@ def run_demo(*, workdir: str, approve_as: str | None, brief: str | None) -> int:
             )
             return 0
         approval = services.approve(app, saga_id, version=version["version"], actor=name)
-        console.print(f"approved by {name}; approval {approval['approval_id']} expires {approval['expires_at']}")
+        console.print(
+            f"approved by {name}; approval {approval['approval_id']} expires {approval['expires_at']}"
+        )
         status = _follow(app, saga_id, FINAL, seen)
         if status["state"] != "succeeded":
             console.print(f"[red]{status['state']}[/red]: {status.get('reason')}")
@@ -170,7 +178,9 @@ def run_demo(*, workdir: str, approve_as: str | None, brief: str | None) -> int:
 def _ask(version: dict[str, Any]) -> str:
     if not sys.stdin.isatty():
         return ""
-    prompt = f"Approve v{version['version']} ({version['version_digest'][:12]}) as (your name, empty to stop): "
+    prompt = (
+        f"Approve v{version['version']} ({version['version_digest'][:12]}) as (your name, empty to stop): "
+    )
     try:
         return input(prompt).strip()
     except EOFError:

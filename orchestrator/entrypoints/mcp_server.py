@@ -308,12 +308,12 @@ def http_app(server: Server[Any], tokens: TokenTable, host: str) -> Any:
 def run_mcp(*, transport: str, host: str, port: int, actor: str, capabilities: str | None) -> None:
     """Serve until the client goes away (stdio) or the process is stopped (HTTP)."""
     from orchestrator.bootstrap import build_app
-    from orchestrator.config import Settings, environ_snapshot
-    from telemetry.setup import configure_tracing
+    from orchestrator.config import Settings
+    from orchestrator.observability import start_tracing
 
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     settings = Settings()
-    configure_tracing("pressroom-mcp", env=environ_snapshot())
+    start_tracing("pressroom-mcp", settings)
     app = build_app(settings)
     if transport == "stdio":
         caps = parse_capabilities(capabilities.split(",") if capabilities is not None else None, app.registry)

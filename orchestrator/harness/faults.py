@@ -206,7 +206,11 @@ class Bench:
         (in production the work lease brings the work back after that).
         """
         self.harness = Harness(
-            self.registry, self.rig, signing_key=SIGNING_KEY, clock=lambda: self.now, claim_seconds=claim_seconds
+            self.registry,
+            self.rig,
+            signing_key=SIGNING_KEY,
+            clock=lambda: self.now,
+            claim_seconds=claim_seconds,
         )
         return self.harness
 

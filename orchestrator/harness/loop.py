@@ -31,6 +31,7 @@ class LoopLimits:
         if self.deadline_seconds <= 0:
             raise ValueError("LoopLimits.deadline_seconds must be positive")
 
+
 @dataclass
 class LoopOutcome:
     stop_reason: str

@@ -140,3 +140,16 @@ def test_demo_without_a_person_stops_at_review(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "Not approved" in done.stdout
     assert not list((tmp_path / "demo" / "site").glob("*.md")) if (tmp_path / "demo" / "site").exists() else True
+
+
+def test_allowed_roots_confine_corpora_and_destinations(tmp_path: Path, corpus: Path, sqlite_url: str) -> None:
+    inside = tmp_path / "sites"
+    env = base_env(PRESSROOM_DATABASE_URL=sqlite_url, PRESSROOM_BROKER_URL="inline://",
+                   PRESSROOM_ALLOWED_ROOTS=f"{corpus}:{inside}")
+    cli = Cli(env, tmp_path)
+    outside = cli.run("submit", "--brief", "library", "--corpus", str(corpus), "--dest", "site:/tmp/elsewhere")
+    assert outside.returncode == 2 and "outside the allowed roots" in outside.stderr
+    foreign = cli.run("submit", "--brief", "library", "--corpus", "/etc", "--dest", f"site:{inside}")
+    assert foreign.returncode == 2 and "corpus folder" in foreign.stderr
+    ok = cli.json("submit", "--brief", "library network", "--corpus", str(corpus), "--dest", f"site:{inside / 'a'}")
+    assert ok["state"] == "ready-for-review"
