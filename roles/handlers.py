@@ -20,6 +20,7 @@ from orchestrator.routing import DRAFT, REVIEW, TASKS
 from orchestrator.store.db import UnitOfWork
 from outbox.messages import ArtifactRef, Handoff
 from roles.artifacts import Evidence
+from roles.llm_planner import planner_for
 from roles.planners import ResearchPlanner, ReviewPlanner, WriterPlanner
 from roles.tools import load_artifact, store_artifact
 from sagas import records
@@ -112,12 +113,16 @@ def draft_handler(app: App, handoff: Handoff, holder: str) -> Finalizer:
             evidence_digest = head.evidence_digest if head else None
     if evidence_digest is None:
         return _fail(handoff.saga_id, "writer", "no evidence to write from")
-    planner = WriterPlanner(
-        handoff.saga_id, evidence_digest, handoff.round, _ref(handoff, "review"), handoff.note
+    planner = planner_for(
+        "writer",
+        app.settings,
+        WriterPlanner(handoff.saga_id, evidence_digest, handoff.round, _ref(handoff, "review"), handoff.note),
+        registry=app.registry,
     )
     stopped = _run(app, "writer", handoff, planner)
     if stopped or planner.result is None:
-        return _fail(handoff.saga_id, "writer", f"writing stopped: {stopped or 'no draft'}")
+        why = stopped or getattr(planner, "failure", None) or "no draft"
+        return _fail(handoff.saga_id, "writer", f"writing stopped: {why}")
     draft_digest = str(planner.result["draft_digest"])
 
     def finalize(uow: UnitOfWork) -> None:

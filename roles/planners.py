@@ -62,7 +62,8 @@ class WriterPlanner:
         if last.status in ("ok", "replayed") and isinstance(last.content, dict):
             self.result = last.content
             return None
-        return _call("draft.write", **self.args) if last.status == "error" else None
+        # A failed draft fails the same way again (nothing to cite): stop, with the reason.
+        return None
 
 
 class ReviewPlanner:
