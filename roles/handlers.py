@@ -70,9 +70,20 @@ def _run(app: App, role: str, handoff: Handoff, planner: Planner) -> str | None:
     return None if outcome.finished else outcome.stop_reason
 
 
+def _wider_than_role(role: str, handoff: Handoff) -> Finalizer | None:
+    """A handoff asking for more than the role may have fails the saga, before any work."""
+    try:
+        capabilities_for(role, handoff)
+    except PolicyRefused as exc:
+        return _fail(handoff.saga_id, role, f"refused handoff: {exc}")
+    return None
+
+
 def research_handler(app: App, handoff: Handoff, holder: str) -> Finalizer:
     if not _preparing(app, handoff.saga_id):
         return noop
+    if refused := _wider_than_role("researcher", handoff):
+        return refused
     planner = ResearchPlanner(handoff.saga_id)
     stopped = _run(app, "researcher", handoff, planner)
     if stopped or planner.evidence is None:
@@ -106,6 +117,8 @@ def _ref(handoff: Handoff, kind: str) -> str | None:
 def draft_handler(app: App, handoff: Handoff, holder: str) -> Finalizer:
     if not _preparing(app, handoff.saga_id):
         return noop
+    if refused := _wider_than_role("writer", handoff):
+        return refused
     evidence_digest = _ref(handoff, "evidence")
     if evidence_digest is None:
         with Session(app.engine) as s:
@@ -171,6 +184,8 @@ def review_handler(app: App, handoff: Handoff, holder: str) -> Finalizer:
         version = records.version(s, saga.id, saga.head_version)
         sources = sorted({c["source"] for c in version.citations if "source" in c})
         number, digest, evidence_digest = version.number, version.digest, version.evidence_digest
+    if refused := _wider_than_role("reviewer", handoff):
+        return refused
     planner = ReviewPlanner(handoff.saga_id, number, digest, sources)
     stopped = _run(app, "reviewer", handoff, planner)
     if stopped or planner.result is None:

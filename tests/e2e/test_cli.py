@@ -153,3 +153,27 @@ def test_allowed_roots_confine_corpora_and_destinations(tmp_path: Path, corpus: 
     assert foreign.returncode == 2 and "corpus folder" in foreign.stderr
     ok = cli.json("submit", "--brief", "library network", "--corpus", str(corpus), "--dest", f"site:{inside / 'a'}")
     assert ok["state"] == "ready-for-review"
+
+
+def test_an_unreachable_webhook_fails_cleanly_and_undoes_the_site(cli: Cli, corpus: Path, tmp_path: Path) -> None:
+    from tests.conftest import free_port
+
+    site = tmp_path / "site"
+    hook = f"webhook:http://127.0.0.1:{free_port()}/hook"  # nothing listens there
+    sid = submit(cli, corpus, f"site:{site}", hook)["saga_id"]
+    cli.json("approve", sid, "--version", "1", "--as", "erin")
+    status = cli.json("status", sid)
+    assert status["state"] == "failed"
+    assert "refused" in status["reason"] or "connect" in status["reason"].lower()
+    states = {d["uri"]: d["state"] for d in status["destinations"]}
+    assert states == {f"site:{site}": "compensated", hook: "failed"}
+    assert not list(site.glob("*.md")) and not list(site.glob("*.tmp")), "nothing half-written"
+
+
+def test_tracing_disabled_changes_nothing(tmp_path: Path, corpus: Path, sqlite_url: str) -> None:
+    env = base_env(PRESSROOM_DATABASE_URL=sqlite_url, PRESSROOM_BROKER_URL="inline://", OTEL_SDK_DISABLED="true",
+                   OTEL_TRACES_EXPORTER="otlp")
+    cli = Cli(env, tmp_path)
+    sid = submit(cli, corpus, "memory:quiet")["saga_id"]
+    assert cli.json("approve", sid, "--version", "1", "--as", "erin")["version"] == 1
+    assert cli.json("status", sid)["state"] == "succeeded"
