@@ -16,17 +16,16 @@ from typing import Any
 from opentelemetry import trace
 from pydantic import ValidationError
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
 
 from orchestrator.config import Settings
 from orchestrator.errors import RetryLater
 from orchestrator.harness.engine import Harness
 from orchestrator.harness.registry import Registry
 from orchestrator.routing import queue_of
-from orchestrator.store.db import UnitOfWork, unit_of_work
+from orchestrator.store.db import UnitOfWork, relaxed_commit, unit_of_work
 from orchestrator.store.harness_store import SqlHarnessStore, add_event
 from orchestrator.store.tables import SagaRow
-from orchestrator.store.work import complete, new_work, take_lease
+from orchestrator.store.work import claim_lease, complete, new_work
 from outbox.broker import Broker, InlineBroker
 from outbox.inbox import already_applied, claim
 from outbox.messages import ArtifactRef, Envelope, Handoff
@@ -130,10 +129,12 @@ class App:
             return "malformed"
         attrs = {names.ATTR_SAGA_ID: handoff.saga_id}
         with propagation.process_span(env.queue, env.message_id, self.broker.system, env.headers, attrs):
-            with Session(self.engine) as s:
-                if already_applied(s, env.message_id):
+            with unit_of_work(self.engine) as uow:
+                if already_applied(uow.session, env.message_id):
                     return "duplicate"
-            if take_lease(self.engine, handoff.work_id, env.message_id, self.settings.lease_seconds) is None:
+                taken = claim_lease(uow.session, handoff.work_id, env.message_id, self.settings.lease_seconds)
+                relaxed_commit(uow.session)
+            if taken is None:
                 self.store.record_event(
                     saga_id=handoff.saga_id,
                     actor=consumer,

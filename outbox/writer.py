@@ -16,7 +16,7 @@ from sqlalchemy import update
 from sqlalchemy.engine import Engine
 from sqlmodel import col
 
-from orchestrator.store.db import UnitOfWork, unit_of_work
+from orchestrator.store.db import UnitOfWork, relaxed_commit, unit_of_work
 from orchestrator.store.tables import new_id, utcnow
 from outbox.broker import Broker, BrokerUnavailable
 from outbox.messages import Envelope
@@ -80,17 +80,16 @@ class Outbox:
     def mark_sent(self, message_id: str) -> None:
         now = utcnow()
         with unit_of_work(self.engine) as uow:
-            s = uow.session
-            row = s.get(OutboxRow, message_id)
-            lag = (now - row.created_at).total_seconds() if row else None
-            queue = row.queue if row else ""
-            s.execute(
+            marked = uow.session.execute(
                 update(OutboxRow)
                 .where(col(OutboxRow.id) == message_id, col(OutboxRow.sent_at).is_(None))
                 .values(sent_at=now, send_attempts=OutboxRow.send_attempts + 1)
-            )
-        if lag is not None:
-            metrics.record_outbox_lag(lag, queue)
+                .returning(col(OutboxRow.created_at), col(OutboxRow.queue))
+            ).first()
+            relaxed_commit(uow.session)
+        if marked is not None:
+            created_at, queue = marked
+            metrics.record_outbox_lag((now - created_at).total_seconds(), queue)
 
 
 __all__ = ["Outbox", "envelope_of"]

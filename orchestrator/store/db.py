@@ -10,6 +10,7 @@ the broker straight away, leaving the relay only what was not sent).
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -18,7 +19,6 @@ from typing import Any
 
 from sqlalchemy import event, text
 from sqlalchemy.engine import Engine
-from sqlalchemy.pool import NullPool
 from sqlmodel import Session, SQLModel, create_engine
 
 import orchestrator.store.tables  # noqa: F401
@@ -45,11 +45,9 @@ def make_engine(url: str) -> Engine:
         path = url.split("///", 1)[1] if "///" in url else ""
         if path and path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(
-            url,
-            connect_args={"check_same_thread": False, "timeout": 30},
-            poolclass=NullPool,
-        )
+        # Pooled: a fresh connection per session would rerun the pragmas and,
+        # closing the last one, checkpoint and delete the WAL every time.
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
         event.listen(engine, "connect", _sqlite_pragmas)
         event.listen(engine, "begin", _sqlite_begin_immediate)
     else:
@@ -87,6 +85,26 @@ def dispose_all() -> None:
     for engine in _engines:
         engine.dispose()
     _engines.clear()
+
+
+def _after_fork_in_child() -> None:
+    # A forked child (Celery prefork) must not share its parent's connections.
+    for engine in _engines:
+        engine.dispose(close=False)
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def relaxed_commit(session: Session) -> None:
+    """Let this transaction's commit skip the wait for its WAL flush (PostgreSQL).
+
+    Only for bookkeeping whose loss a crash turns into a retry, never into a
+    wrong answer: a lease taken (it would run out and be recovered), a row
+    marked sent (it would be sent again and deduplicated by the inbox).
+    """
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(text("SET LOCAL synchronous_commit = off"))
 
 
 def create_schema(engine: Engine) -> None:
@@ -139,4 +157,13 @@ def unit_of_work(engine: Engine) -> Iterator[UnitOfWork]:
     uow.run_after_commit()
 
 
-__all__ = ["UnitOfWork", "create_schema", "is_postgres", "is_sqlite", "make_engine", "unit_of_work"]
+__all__ = [
+    "UnitOfWork",
+    "create_schema",
+    "dispose_all",
+    "is_postgres",
+    "is_sqlite",
+    "make_engine",
+    "relaxed_commit",
+    "unit_of_work",
+]

@@ -34,22 +34,27 @@ def new_work(
     return row
 
 
-def take_lease(engine: Engine, work_id: str, holder: str, lease: float) -> WorkRow | None:
-    """Take the lease of unfinished work whose lease is free or ran out."""
+def claim_lease(session: Session, work_id: str, holder: str, lease: float) -> int | None:
+    """In the caller's transaction: take the lease of unfinished work whose
+    lease is free or ran out; the attempt number, or None when it is held or done."""
     now = utcnow()
-    with unit_of_work(engine) as uow:
-        taken = uow.session.execute(
-            update(WorkRow)
-            .where(
-                col(WorkRow.id) == work_id,
-                col(WorkRow.done_at).is_(None),
-                or_(col(WorkRow.holder).is_(None), col(WorkRow.lease_until) < now),
-            )
-            .values(holder=holder, lease_until=now + timedelta(seconds=lease), attempts=WorkRow.attempts + 1)
+    taken = session.execute(
+        update(WorkRow)
+        .where(
+            col(WorkRow.id) == work_id,
+            col(WorkRow.done_at).is_(None),
+            or_(col(WorkRow.holder).is_(None), col(WorkRow.lease_until) < now),
         )
-        if taken.rowcount != 1:  # type: ignore[attr-defined]
-            return None
-        return uow.session.get(WorkRow, work_id)
+        .values(holder=holder, lease_until=now + timedelta(seconds=lease), attempts=WorkRow.attempts + 1)
+        .returning(col(WorkRow.attempts))
+    ).first()
+    return int(taken[0]) if taken is not None else None
+
+
+def take_lease(engine: Engine, work_id: str, holder: str, lease: float) -> int | None:
+    """`claim_lease` in a transaction of its own."""
+    with unit_of_work(engine) as uow:
+        return claim_lease(uow.session, work_id, holder, lease)
 
 
 def renew_lease(engine: Engine, work_id: str, holder: str, lease: float) -> bool:
@@ -114,4 +119,12 @@ def sweep_expired(
     return handled
 
 
-__all__ = ["abandon_open_work", "complete", "new_work", "renew_lease", "sweep_expired", "take_lease"]
+__all__ = [
+    "abandon_open_work",
+    "claim_lease",
+    "complete",
+    "new_work",
+    "renew_lease",
+    "sweep_expired",
+    "take_lease",
+]
