@@ -177,6 +177,12 @@ class PublishingTools:
         s.add(step)
         if saga.state == SagaState.APPROVED:
             records.transition(s, saga, SagaEvent.EXECUTION_STARTED, actor=ctx.actor)
+        s.flush()
+        done = {st.uri for st in records.steps(s, saga.id) if st.state == "done"}
+        if saga.state == SagaState.EXECUTING and done >= set(saga.destinations):
+            # Whoever acks the last destination (the publisher, or an MCP caller) ends the saga.
+            records.transition(s, saga, SagaEvent.ALL_ACKED, actor=ctx.actor)
+            metrics.record_saga_finished(saga.state, (utcnow() - saga.created_at).total_seconds())
 
     def _record_compensation(
         self, uow: UnitOfWork, ctx: ToolContext, args: CompensateArgs, result: ToolResult
