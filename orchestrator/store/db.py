@@ -51,7 +51,9 @@ def make_engine(url: str) -> Engine:
         event.listen(engine, "connect", _sqlite_pragmas)
         event.listen(engine, "begin", _sqlite_begin_immediate)
     else:
-        engine = create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5)
+        # No pre-ping (a round trip on every checkout): a connection broken by a
+        # server restart fails its one operation, which the lease or the relay retries.
+        engine = create_engine(url, pool_size=5, max_overflow=5, pool_recycle=300)
     create_schema(engine)
     _engines.append(engine)
     return engine
@@ -104,7 +106,7 @@ def relaxed_commit(session: Session) -> None:
     marked sent (it would be sent again and deduplicated by the inbox).
     """
     if session.get_bind().dialect.name == "postgresql":
-        session.execute(text("SET LOCAL synchronous_commit = off"))
+        session.connection().exec_driver_sql("SET LOCAL synchronous_commit = off")
 
 
 def create_schema(engine: Engine) -> None:
