@@ -16,6 +16,7 @@ from typing import Any
 from opentelemetry import trace
 from pydantic import ValidationError
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
 
 from orchestrator.config import Settings
 from orchestrator.errors import RetryLater
@@ -23,7 +24,7 @@ from orchestrator.harness.engine import Harness
 from orchestrator.harness.registry import Registry
 from orchestrator.routing import queue_of
 from orchestrator.store.db import UnitOfWork, relaxed_commit, unit_of_work
-from orchestrator.store.harness_store import SqlHarnessStore, add_event
+from orchestrator.store.harness_store import SqlHarnessStore, insert_event
 from orchestrator.store.tables import SagaRow
 from orchestrator.store.work import claim_lease, complete, new_work
 from outbox.broker import Broker, InlineBroker
@@ -156,21 +157,25 @@ class App:
                     detail={"message_id": env.message_id, "reason": str(exc)},
                 )
                 return "deferred"
-            with unit_of_work(self.engine) as uow:
-                if not claim(uow.session, env.message_id, consumer):
-                    return "duplicate"
-                if not complete(uow.session, handoff.work_id, env.message_id):
-                    uow.session.rollback()
-                    return "lease-lost"
-                finalize(uow)
-                add_event(
-                    uow.session,
-                    saga_id=handoff.saga_id,
-                    actor=consumer,
-                    kind="message",
-                    status="applied",
-                    detail={"message_id": env.message_id, "work_id": handoff.work_id},
-                )
+            try:
+                with unit_of_work(self.engine) as uow:
+                    if not claim(uow.session, env.message_id, consumer):
+                        return "duplicate"
+                    if not complete(uow.session, handoff.work_id, env.message_id):
+                        uow.session.rollback()
+                        return "lease-lost"
+                    finalize(uow)
+                    insert_event(
+                        uow.session,
+                        saga_id=handoff.saga_id,
+                        actor=consumer,
+                        kind="message",
+                        status="applied",
+                        detail={"message_id": env.message_id, "work_id": handoff.work_id},
+                    )
+            except IntegrityError:
+                # A copy of this message committed its inbox row first: nothing applied twice.
+                return "duplicate"
             # Committed: the broker's ack follows when this task returns.
             with propagation.settle_span(env.queue, env.message_id, self.broker.system, attrs):
                 pass

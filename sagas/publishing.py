@@ -168,7 +168,15 @@ class PublishingTools:
             return
         s = uow.session
         saga = records.load_saga(s, args.saga_id, lock=True)
-        step = _step(s, saga, args.destination)
+        # The saga's steps, read once (the saga is locked): this one is updated
+        # (or created) in memory, and the done set is taken from the same list.
+        steps = records.steps(s, saga.id)
+        step = next((st for st in steps if st.uri == args.destination), None)
+        if step is None:
+            step = StepRow(
+                saga_id=saga.id, uri=args.destination, position=saga.destinations.index(args.destination)
+            )
+            steps.append(step)
         step.state = "done"
         step.receipt = result.output if isinstance(result.output, dict) else {"value": result.output}
         step.idempotency_key = publish_key(args)
@@ -177,8 +185,7 @@ class PublishingTools:
         s.add(step)
         if saga.state == SagaState.APPROVED:
             records.transition(s, saga, SagaEvent.EXECUTION_STARTED, actor=ctx.actor)
-        s.flush()
-        done = {st.uri for st in records.steps(s, saga.id) if st.state == "done"}
+        done = {st.uri for st in steps if st.state == "done"}
         if saga.state == SagaState.EXECUTING and done >= set(saga.destinations):
             # Whoever acks the last destination (the publisher, or an MCP caller) ends the saga.
             records.transition(s, saga, SagaEvent.ALL_ACKED, actor=ctx.actor)

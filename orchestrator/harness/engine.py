@@ -31,7 +31,7 @@ from orchestrator.harness.checkpoints import AgentState
 from orchestrator.harness.digests import args_digest
 from orchestrator.harness.parse import DEFAULT_LIMITS, ParseLimits, ParseRefused, bounded_parse
 from orchestrator.harness.policy import Action, AwaitApproval, PolicyState, Reject, decide
-from orchestrator.harness.ports import EventTimes, HarnessStore, LedgerView
+from orchestrator.harness.ports import NO_READS, EventTimes, HarnessStore, LedgerView
 from orchestrator.harness.registry import Registry
 from orchestrator.harness.spec import (
     NO_PROBE,
@@ -136,19 +136,25 @@ class Harness:
     def _authorize_and_run(self, c: _Call) -> ToolResult:
         with spans.phase(names.AUTHORIZATION, c.attrs):
             c.times.authorized_at = self._clock()
-            ledger = self.store.ledger_get(c.key) if c.key else None
+            scope = self._approval_scope(c)
+            # The ledger row, the saga's session and the approval, read together.
+            if scope is not None:
+                reads = self.store.authorization_reads(c.key, scope[0], scope[1])
+            elif c.key:
+                reads = self.store.authorization_reads(c.key, None, None)
+            else:
+                reads = NO_READS
+            ledger = reads.ledger
             if ledger is not None and ledger.args_digest != c.digest:
                 return self._refuse(
                     c.proposal, c.caller, c.times, f"idempotency key {c.key} was used with other arguments"
                 )
-            request = self._approval_request(c)
+            request = self._approval_request(scope, reads.saga_session)
             state = PolicyState(
                 capabilities=c.caller.capabilities,
                 needed_capability=c.spec.needed_capability,
                 approval_request=request,
-                approval=self.store.find_approval(request.saga_id, request.version_digest)
-                if request
-                else None,
+                approval=reads.approval if request else None,
                 replay=ledger is not None and ledger.status == "done",
                 now=self._clock(),
             )
@@ -197,17 +203,23 @@ class Harness:
         return self._execute(c, intent_id)
 
     # -- pieces of the path ------------------------------------------------
-    def _approval_request(self, c: _Call) -> ApprovalRequest | None:
+    def _approval_scope(self, c: _Call) -> tuple[str, str, str] | None:
+        """(saga id, version digest, destination) a high-risk call needs approved."""
         if c.spec.risk is not Risk.HIGH_RISK or c.spec.approval_scope is None:
             return None
-        saga_id, digest, destination = c.spec.approval_scope(c.model)
-        session = self.store.saga_session(saga_id) or ""
+        return c.spec.approval_scope(c.model)
+
+    @staticmethod
+    def _approval_request(scope: tuple[str, str, str] | None, session: str | None) -> ApprovalRequest | None:
+        if scope is None:
+            return None
+        saga_id, digest, destination = scope
         return ApprovalRequest(
             saga_id=saga_id,
             version_digest=digest,
             destination=destination,
-            session=session,
-            execution=session,
+            session=session or "",
+            execution=session or "",
         )
 
     def _settle_known_key(self, c: _Call, ledger: LedgerView) -> ToolResult | None:

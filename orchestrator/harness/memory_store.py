@@ -32,7 +32,7 @@ from typing import Any, Literal
 from orchestrator.errors import ApprovalRefused, IdempotencyConflict, NotFound
 from orchestrator.harness.approvals import ApprovalBinding, ApprovalView, mint, session_for
 from orchestrator.harness.checkpoints import GENESIS, AgentState, chain_hash
-from orchestrator.harness.ports import EventTimes, LedgerView
+from orchestrator.harness.ports import AuthorizationReads, EventTimes, LedgerView
 
 # Ledger statuses a new attempt may start from (the rest are settled or conflicting).
 _RESTARTABLE = frozenset({"failed", "absent", "pending"})
@@ -179,6 +179,18 @@ class MemoryHarnessStore:
         with self._lock:
             entry = self._state.ledger.get(key)
             return entry.view() if entry is not None else None
+
+    def authorization_reads(
+        self, key: str | None, saga_id: str | None, version_digest: str | None
+    ) -> AuthorizationReads:
+        with self._lock:  # re-entrant: one consistent view of the three
+            return AuthorizationReads(
+                ledger=self.ledger_get(key) if key else None,
+                saga_session=self.saga_session(saga_id) if saga_id is not None else None,
+                approval=self.find_approval(saga_id, version_digest)
+                if saga_id is not None and version_digest is not None
+                else None,
+            )
 
     def record_event(
         self,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -38,6 +38,17 @@ class EventTimes(BaseModel):
     acked_at: datetime | None = None
 
 
+class AuthorizationReads(NamedTuple):
+    """What the authorization step reads before it decides, read together."""
+
+    ledger: LedgerView | None
+    saga_session: str | None
+    approval: ApprovalView | None
+
+
+NO_READS = AuthorizationReads(None, None, None)
+
+
 class HarnessStore(Protocol):
     def saga_session(self, saga_id: str) -> str | None:
         """The saga's current run (its session), or None when there is no such saga."""
@@ -46,6 +57,14 @@ class HarnessStore(Protocol):
     def find_approval(self, saga_id: str, version_digest: str) -> ApprovalView | None: ...
 
     def ledger_get(self, key: str) -> LedgerView | None: ...
+
+    def authorization_reads(
+        self, key: str | None, saga_id: str | None, version_digest: str | None
+    ) -> AuthorizationReads:
+        """`ledger_get(key)`, `saga_session(saga_id)` and `find_approval(saga_id,
+        version_digest)` in one read (one session on SQL); a None argument skips
+        its read(s) and leaves that field None."""
+        ...
 
     def record_event(
         self,
@@ -101,4 +120,4 @@ class Planner(Protocol):
     def propose(self, transcript: Sequence[DataEnvelope]) -> ToolCall | None: ...
 
 
-__all__ = ["EventTimes", "HarnessStore", "LedgerView", "Planner"]
+__all__ = ["NO_READS", "AuthorizationReads", "EventTimes", "HarnessStore", "LedgerView", "Planner"]

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import update
+from sqlalchemy import Table, insert, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
@@ -19,7 +19,7 @@ from sqlmodel import Session, col, select
 from orchestrator.errors import ApprovalRefused, IdempotencyConflict
 from orchestrator.harness.approvals import ApprovalBinding, ApprovalView
 from orchestrator.harness.checkpoints import GENESIS, AgentState, chain_hash
-from orchestrator.harness.ports import EventTimes, LedgerView
+from orchestrator.harness.ports import NO_READS, AuthorizationReads, EventTimes, LedgerView
 from orchestrator.store.db import unit_of_work
 from orchestrator.store.tables import (
     ApprovalRow,
@@ -63,38 +63,61 @@ def add_event(session: Session, **fields: Any) -> EventRow:
     return row
 
 
+_EVENTS: Table = EventRow.__table__  # type: ignore[attr-defined]
+_INSERT_EVENT = insert(_EVENTS)
+
+
+def insert_event(
+    session: Session, *, saga_id: str | None, actor: str, kind: str, status: str, detail: dict[str, Any]
+) -> str:
+    """`add_event` for a hot path: one prebuilt Core INSERT on the session's
+    connection; the event id. Whatever the session holds is flushed first, so
+    this event still follows the transaction's earlier events in `seq`."""
+    session.flush()
+    event_id = new_id()
+    session.connection().execute(
+        _INSERT_EVENT,
+        {
+            "event_id": event_id,
+            "saga_id": saga_id,
+            "actor": actor,
+            "kind": kind,
+            "status": status,
+            "detail": detail,
+            "created_at": utcnow(),
+        },
+    )
+    return event_id
+
+
 class SqlHarnessStore:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
     def saga_session(self, saga_id: str) -> str | None:
         with Session(self.engine) as s:
-            saga = s.get(SagaRow, saga_id)
-            return f"{saga.id}:{saga.run}" if saga else None
+            return _saga_session(s, saga_id)
 
     def find_approval(self, saga_id: str, version_digest: str) -> ApprovalView | None:
         with Session(self.engine) as s:
-            row = s.exec(
-                select(ApprovalRow)
-                .where(ApprovalRow.saga_id == saga_id, ApprovalRow.version_digest == version_digest)
-                .order_by(col(ApprovalRow.issued_at).desc())
-            ).first()
-            return approval_view(row) if row else None
+            return _find_approval(s, saga_id, version_digest)
 
     def ledger_get(self, key: str) -> LedgerView | None:
         with Session(self.engine) as s:
-            row = s.get(LedgerRow, key)
-            if row is None:
-                return None
-            return LedgerView(
-                key=row.key,
-                tool=row.tool,
-                saga_id=row.saga_id,
-                args_digest=row.args_digest,
-                status=row.status,
-                result=row.result,
-                attempts=row.attempts,
-                claimed_until=row.claimed_until,
+            return _ledger_get(s, key)
+
+    def authorization_reads(
+        self, key: str | None, saga_id: str | None, version_digest: str | None
+    ) -> AuthorizationReads:
+        if not key and saga_id is None:
+            return NO_READS
+        with Session(self.engine) as s:
+            return AuthorizationReads(
+                ledger=_ledger_get(s, key) if key else None,
+                saga_session=_saga_session(s, saga_id) if saga_id is not None else None,
+                approval=_find_approval(s, saga_id, version_digest)
+                if saga_id is not None and version_digest is not None
+                else None,
             )
 
     def record_event(
@@ -205,6 +228,36 @@ class SqlHarnessStore:
             return ev.event_id
 
 
+def _saga_session(s: Session, saga_id: str) -> str | None:
+    saga = s.get(SagaRow, saga_id)
+    return f"{saga.id}:{saga.run}" if saga else None
+
+
+def _find_approval(s: Session, saga_id: str, version_digest: str) -> ApprovalView | None:
+    row = s.exec(
+        select(ApprovalRow)
+        .where(ApprovalRow.saga_id == saga_id, ApprovalRow.version_digest == version_digest)
+        .order_by(col(ApprovalRow.issued_at).desc())
+    ).first()
+    return approval_view(row) if row else None
+
+
+def _ledger_get(s: Session, key: str) -> LedgerView | None:
+    row = s.get(LedgerRow, key)
+    if row is None:
+        return None
+    return LedgerView(
+        key=row.key,
+        tool=row.tool,
+        saga_id=row.saga_id,
+        args_digest=row.args_digest,
+        status=row.status,
+        result=row.result,
+        attempts=row.attempts,
+        claimed_until=row.claimed_until,
+    )
+
+
 def _consume(s: Session, approval_id: str, execution: str, now: datetime) -> None:
     """Consume once, atomically; the same execution may go on using it."""
     taken = s.execute(
@@ -260,4 +313,4 @@ def _ledger_pending(
     s.add(row)
 
 
-__all__ = ["SqlHarnessStore", "add_event", "approval_view", "new_id"]
+__all__ = ["SqlHarnessStore", "add_event", "approval_view", "insert_event", "new_id"]

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import or_, update
+from sqlalchemy import Table, bindparam, or_, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
@@ -34,20 +34,42 @@ def new_work(
     return row
 
 
+# The consumer's hot path: Core statements built once, run on the session's
+# connection (no ORM bulk-update machinery, no per-call statement building).
+_WORK: Table = WorkRow.__table__  # type: ignore[attr-defined]
+_CLAIM_LEASE = (
+    update(_WORK)
+    .where(
+        _WORK.c.id == bindparam("work_id"),
+        _WORK.c.done_at.is_(None),
+        or_(_WORK.c.holder.is_(None), _WORK.c.lease_until < bindparam("now")),
+    )
+    .values(holder=bindparam("new_holder"), lease_until=bindparam("until"), attempts=_WORK.c.attempts + 1)
+    .returning(_WORK.c.attempts)
+)
+_COMPLETE = (
+    update(_WORK)
+    .where(
+        _WORK.c.id == bindparam("work_id"),
+        _WORK.c.holder == bindparam("held_by"),
+        _WORK.c.done_at.is_(None),
+    )
+    .values(done_at=bindparam("now"))
+)
+
+
 def claim_lease(session: Session, work_id: str, holder: str, lease: float) -> int | None:
     """In the caller's transaction: take the lease of unfinished work whose
     lease is free or ran out; the attempt number, or None when it is held or done."""
     now = utcnow()
-    taken = session.execute(
-        update(WorkRow)
-        .where(
-            col(WorkRow.id) == work_id,
-            col(WorkRow.done_at).is_(None),
-            or_(col(WorkRow.holder).is_(None), col(WorkRow.lease_until) < now),
+    taken = (
+        session.connection()
+        .execute(
+            _CLAIM_LEASE,
+            {"work_id": work_id, "now": now, "new_holder": holder, "until": now + timedelta(seconds=lease)},
         )
-        .values(holder=holder, lease_until=now + timedelta(seconds=lease), attempts=WorkRow.attempts + 1)
-        .returning(col(WorkRow.attempts))
-    ).first()
+        .first()
+    )
     return int(taken[0]) if taken is not None else None
 
 
@@ -69,12 +91,8 @@ def renew_lease(engine: Engine, work_id: str, holder: str, lease: float) -> bool
 
 def complete(session: Session, work_id: str, holder: str) -> bool:
     """Mark the work done, inside the consumer's transaction; False if not ours."""
-    done = session.execute(
-        update(WorkRow)
-        .where(col(WorkRow.id) == work_id, col(WorkRow.holder) == holder, col(WorkRow.done_at).is_(None))
-        .values(done_at=utcnow())
-    )
-    return bool(done.rowcount == 1)  # type: ignore[attr-defined]
+    done = session.connection().execute(_COMPLETE, {"work_id": work_id, "held_by": holder, "now": utcnow()})
+    return done.rowcount == 1
 
 
 def abandon_open_work(session: Session, saga_id: str) -> None:
