@@ -643,7 +643,9 @@ row waits for `pressroom relay` (a separate process): with its defaults a row is
 What was done to get here: the row is sent right after the producer's commit, so no relay poll is on
 the hot path (before 4e3fe71 already); then, in 4e3fe71, the consumer's inbox check and lease became one
 transaction (`claim_lease` with `UPDATE … RETURNING`: no second session, no `SELECT` after the update),
-the lease and the producer's sent-mark commit relaxed, and `mark_sent` is one `UPDATE … RETURNING`.
+the lease and the producer's sent-mark commit relaxed, and `mark_sent` is one `UPDATE … RETURNING`;
+then the consumer's inbox, lease, completion and message-event statements became prebuilt Core
+statements on the session's connection (the ORM stays for the handlers' own changes).
 
 {obs_table}
 
