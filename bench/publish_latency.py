@@ -90,7 +90,8 @@ def seed(app: Any, uri: str, count: int, tag: str) -> list[tuple[str, str, str, 
     from orchestrator.harness.approvals import ApprovalBinding, mint, session_for
     from orchestrator.harness.digests import text_digest
     from orchestrator.store.db import unit_of_work
-    from orchestrator.store.tables import ApprovalRow, SagaRow, VersionRow, utcnow
+    from orchestrator.store.harness_store import approval_row
+    from orchestrator.store.tables import SagaRow, VersionRow, utcnow
 
     now = utcnow()
     rows: list[tuple[str, str, str, str]] = []
@@ -128,19 +129,7 @@ def seed(app: Any, uri: str, count: int, tag: str) -> list[tuple[str, str, str, 
                 approver="editor",
                 expires_at=now + timedelta(hours=2),
             )
-            s.add(
-                ApprovalRow(
-                    saga_id=sid,
-                    version=1,
-                    version_digest=digest,
-                    destinations=[uri],
-                    session=binding.session,
-                    approver="editor",
-                    issued_at=now,
-                    expires_at=binding.expires_at,
-                    token=mint(binding, app.signing_key),
-                )
-            )
+            s.add(approval_row(binding, mint(binding, app.signing_key), issued_at=now))
     return rows
 
 

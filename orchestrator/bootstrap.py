@@ -8,7 +8,6 @@ publisher handlers. Tests pass overrides here instead of patching modules.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -155,12 +154,4 @@ def give_up(uow: UnitOfWork, work: WorkRow, attempts: int) -> None:
                 s.add_all([step, ledger])
 
 
-def describe(app: App) -> dict[str, Any]:
-    return {
-        "database": app.settings.database_url.split("@")[-1],
-        "broker": app.broker.system,
-        "tools": app.registry.names(),
-    }
-
-
-__all__ = ["DENIED_TOOLS", "build_app", "describe", "give_up", "make_broker", "sweep_leases"]
+__all__ = ["DENIED_TOOLS", "build_app", "give_up", "make_broker", "sweep_leases"]

@@ -22,9 +22,8 @@ from orchestrator.harness.approvals import ApprovalBinding, mint, session_for
 from orchestrator.harness.capabilities import ROLE_CAPABILITIES
 from orchestrator.routing import DRAFT, PUBLISH, RESEARCH, REVIEW
 from orchestrator.store.db import unit_of_work
-from orchestrator.store.harness_store import add_event
-from orchestrator.store.tables import ApprovalRow, SagaRow, utcnow
-from orchestrator.store.work import abandon_open_work
+from orchestrator.store.harness_store import add_event, approval_row
+from orchestrator.store.tables import SagaRow, utcnow
 from sagas import records
 from sagas.destinations.registry import parse_destination
 from sagas.machine import SagaEvent, SagaState
@@ -176,17 +175,7 @@ def approve(
             approver=actor,
             expires_at=now + ttl,
         )
-        row = ApprovalRow(
-            saga_id=saga.id,
-            version=version,
-            version_digest=head.digest,
-            destinations=list(saga.destinations),
-            session=binding.session,
-            approver=actor,
-            issued_at=now,
-            expires_at=binding.expires_at,
-            token=mint(binding, app.signing_key),
-        )
+        row = approval_row(binding, mint(binding, app.signing_key), issued_at=now)
         s.add(row)
         records.transition(
             s, saga, SagaEvent.APPROVED, actor=actor, detail={"version": version, "approval_id": row.id}
@@ -316,11 +305,6 @@ def reconcile(
     reconcile_step(app, sid, destination=destination, outcome=outcome, actor=actor, reason=reason)
     app.drain()
     return status(app, sid)
-
-
-def abandon(app: App, saga_id: str) -> None:
-    with unit_of_work(app.engine) as uow:
-        abandon_open_work(uow.session, saga_id)
 
 
 __all__ = [

@@ -62,16 +62,14 @@ class InlineBroker:
             self._seen.add(envelope.message_id)
         self.queue.put(envelope)
 
-    def drain(self, handle: Callable[[Envelope], None], *, idle: Callable[[], bool] | None = None) -> int:
-        """Handle queued messages until none are left (and `idle()` says so)."""
+    def drain(self, handle: Callable[[Envelope], None]) -> int:
+        """Handle queued messages, in this thread, until none are left."""
         handled = 0
         while True:
             try:
                 envelope = self.queue.get_nowait()
             except queue.Empty:
-                if idle is None or idle():
-                    return handled
-                continue
+                return handled
             handle(envelope)
             handled += 1
 

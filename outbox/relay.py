@@ -75,8 +75,7 @@ class Relay:
                     row.last_error = str(exc)[:500]
                     uow.session.add(row)
                     self.failures += 1
-                    raise_after = self.failures
-                    log.warning("broker unavailable (%d): %s", raise_after, exc)
+                    log.warning("broker unavailable (%d): %s", self.failures, exc)
                     break
                 now = utcnow()
                 row.sent_at = now
@@ -112,11 +111,6 @@ class Relay:
                 sent = 0
             if sent < self.batch:
                 stop.wait(self.backoff())
-
-    def pending(self) -> int:
-        with unit_of_work(self.engine) as uow:
-            rows = uow.session.exec(select(OutboxRow.id).where(col(OutboxRow.sent_at).is_(None))).all()
-            return len(rows)
 
 
 __all__ = ["BrokerUnavailable", "Relay", "Sweeper"]

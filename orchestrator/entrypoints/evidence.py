@@ -49,8 +49,8 @@ from orchestrator.harness.faults import Bench, Rig, call
 from orchestrator.harness.memory_store import MemoryHarnessStore
 from orchestrator.harness.spec import ToolCall, ToolStatus
 from orchestrator.store.db import dispose_all, make_engine, unit_of_work
-from orchestrator.store.harness_store import SqlHarnessStore, add_event
-from orchestrator.store.tables import ApprovalRow, CheckpointRow, LedgerRow, SagaRow, utcnow
+from orchestrator.store.harness_store import SqlHarnessStore, add_event, approval_row
+from orchestrator.store.tables import CheckpointRow, LedgerRow, SagaRow, utcnow
 from sagas.destinations.memory import memory_store
 
 SAMPLE_CORPUS = Path(roles.__file__).parent / "sample_corpus"
@@ -81,20 +81,10 @@ class SqlRig(SqlHarnessStore):
         self, binding: ApprovalBinding, token: str, *, consumed_by: str | None = None, voided: bool = False
     ) -> str:
         now = utcnow()
-        row = ApprovalRow(
-            saga_id=binding.saga_id,
-            version=binding.version,
-            version_digest=binding.version_digest,
-            destinations=list(binding.destinations),
-            session=binding.session,
-            approver=binding.approver,
-            issued_at=now,
-            expires_at=binding.expires_at,
-            token=token,
-            consumed_at=now if consumed_by is not None else None,
-            consumed_by=consumed_by,
-            voided_at=now if voided else None,
-        )
+        row = approval_row(binding, token, issued_at=now)
+        row.consumed_at = now if consumed_by is not None else None
+        row.consumed_by = consumed_by
+        row.voided_at = now if voided else None
         with unit_of_work(self.engine) as uow:
             uow.session.add(row)
         return row.id

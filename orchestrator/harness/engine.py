@@ -8,7 +8,6 @@ runner) are handed a `Harness`, never a bare executor.
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -461,8 +460,4 @@ def sleep_backoff(attempt: int, base: float = 0.1, cap: float = 5.0) -> float:
     return float(min(cap, base * (2 ** max(0, attempt - 1))))
 
 
-def monotonic() -> float:
-    return time.monotonic()
-
-
-__all__ = ["Caller", "Harness", "monotonic", "sleep_backoff"]
+__all__ = ["Caller", "Harness", "sleep_backoff"]

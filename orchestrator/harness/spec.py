@@ -70,7 +70,6 @@ class ToolContext:
     actor: str
     idempotency_key: str | None
     call_id: str
-    deadline_seconds: float | None = None
     arguments: Any = None  # the validated input model of this call
 
 

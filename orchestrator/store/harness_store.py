@@ -50,6 +50,21 @@ def approval_view(row: ApprovalRow) -> ApprovalView:
     )
 
 
+def approval_row(binding: ApprovalBinding, token: str, *, issued_at: datetime) -> ApprovalRow:
+    """The stored form of an issued approval (the inverse of `approval_view`)."""
+    return ApprovalRow(
+        saga_id=binding.saga_id,
+        version=binding.version,
+        version_digest=binding.version_digest,
+        destinations=list(binding.destinations),
+        session=binding.session,
+        approver=binding.approver,
+        issued_at=issued_at,
+        expires_at=binding.expires_at,
+        token=token,
+    )
+
+
 def _aware(value: datetime) -> datetime:
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
@@ -313,4 +328,4 @@ def _ledger_pending(
     s.add(row)
 
 
-__all__ = ["SqlHarnessStore", "add_event", "approval_view", "insert_event", "new_id"]
+__all__ = ["SqlHarnessStore", "approval_row", "add_event", "approval_view", "insert_event", "new_id"]
