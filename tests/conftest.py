@@ -87,10 +87,14 @@ def redis_base_url() -> str:
 
 @pytest.fixture
 def redis_url(redis_base_url: str) -> str:
-    """The test Redis database, emptied before the test (queues are per database)."""
+    """The test Redis database, emptied before the test (queues are per database).
+
+    `PRESSROOM_TEST_REDIS_DB` picks the database (default 7) so that two
+    checkouts can run their suites side by side on one Redis.
+    """
     import redis
 
-    url = redis_base_url.rsplit("/", 1)[0] + "/7"
+    url = redis_base_url.rsplit("/", 1)[0] + "/" + os.environ.get("PRESSROOM_TEST_REDIS_DB", "7")
     redis.Redis.from_url(url).flushdb()
     return url
 
