@@ -84,7 +84,7 @@ def build_app(
     registry = Registry()
     for spec in [
         *role_tools(engine),
-        *PublishingTools(engine, opener).specs(),
+        *PublishingTools(engine, opener, settings.roots()).specs(),
         *saga_tools(lambda: app),
         *denied_specs(),
         *(extra_tools or []),

@@ -21,6 +21,11 @@ that fails too means `MaybeApplied`. Publishers of one repository are
 serialised by `flock` on `.git/pressroom.lock`. Git runs with a fixed
 identity and without the user's global or system config, so it behaves the
 same on a bare CI machine.
+
+The repository is data, not code: every command runs with hooks off
+(`core.hooksPath=/dev/null`), no filesystem monitor (`core.fsmonitor=false`)
+and no commit signing, so a `pre-commit` hook or an `fsmonitor` script
+planted in the target's `.git` never runs as the server's user.
 """
 
 from __future__ import annotations
@@ -40,6 +45,15 @@ KEY_TRAILER = "Pressroom-Idempotency-Key"
 COMPENSATES_TRAILER = "Pressroom-Compensates"
 PATH_TRAILER = "Pressroom-Path"
 IDENTITY = ("Pressroom", "pressroom@localhost")
+# Overrides for whatever the target repository's own config says (see the module docstring).
+SAFE_CONFIG = (
+    "-c",
+    f"core.hooksPath={os.devnull}",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "commit.gpgSign=false",
+)
 
 
 class GitFailed(Exception):
@@ -196,7 +210,7 @@ class GitDestination:
     def _git(self, *args: str, stdin: str | None = None) -> str:
         try:
             done = subprocess.run(
-                ["git", *args],
+                ["git", *SAFE_CONFIG, *args],
                 cwd=self.repo,
                 env=_git_env(),
                 input=stdin,
