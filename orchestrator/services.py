@@ -25,7 +25,7 @@ from orchestrator.store.db import unit_of_work
 from orchestrator.store.harness_store import add_event, approval_row
 from orchestrator.store.tables import SagaRow, utcnow
 from sagas import records
-from sagas.destinations.registry import parse_destination
+from sagas.destinations.registry import normalise_destination, parse_destination
 from sagas.machine import SagaEvent, SagaState
 from telemetry import metrics, propagation, spans
 
@@ -72,10 +72,9 @@ def submit(app: App, *, brief: str, corpus: str, destinations: list[str], actor:
         raise InvalidInput("at least one --dest is needed")
     roots = app.settings.roots()
     _within(roots, root, "corpus folder")
+    destinations = [normalise_destination(u, allow_memory=app.memory_destinations) for u in destinations]
     for uri in destinations:
         scheme, target = parse_destination(uri)
-        if ".." in Path(target).parts:
-            raise InvalidInput(f"destination path must not contain '..': {uri}")
         if scheme in ("site", "git"):
             _within(roots, Path(target).expanduser(), "destination")
     if len(set(destinations)) != len(destinations):

@@ -14,7 +14,9 @@ HTTP, a bearer token from ``PRESSROOM_MCP_TOKENS`` (``TOKEN=NAME:cap1+cap2,…``
 compared with `hmac.compare_digest`; no token or an unknown one gets 401
 before any MCP message is read. Denied tools are listed, so clients see they
 exist, and every call to one is refused; a capability naming one is refused
-at start. Logs go to stderr: on stdio, stdout carries the protocol.
+at start. Internal tools (`publish.compensate`: undoing a publish is an
+operator's `cancel`) are neither listed nor callable nor grantable here.
+Logs go to stderr: on stdio, stdout carries the protocol.
 """
 
 from __future__ import annotations
@@ -81,7 +83,7 @@ def parse_capabilities(wanted_names: list[str] | None, registry: Registry) -> fr
         return DEFAULT_CAPABILITIES
     wanted = frozenset(n.strip() for n in wanted_names if n.strip())
     denied = {s.needed_capability for s in registry if s.risk is Risk.DENY}
-    known = {s.needed_capability for s in registry if s.risk is not Risk.DENY}
+    known = {s.needed_capability for s in registry if s.risk is not Risk.DENY and not internal(s)}
     if wanted & denied:
         raise InvalidInput(f"denied by policy, no capability allows: {', '.join(sorted(wanted & denied))}")
     if not wanted or wanted - known:
@@ -144,6 +146,11 @@ def caller_for(identity: Identity, arguments: Mapping[str, Any]) -> Caller:
 
 
 # -- tools/list ---------------------------------------------------------------
+def internal(spec: ToolSpec) -> bool:
+    """A tool only Pressroom's own runner calls; MCP clients never see it."""
+    return bool(spec.annotations.get("internal"))
+
+
 class ApprovalNeeded(BaseModel):
     """What a person does so that a waiting high-risk call may go ahead."""
 
@@ -243,9 +250,15 @@ def build_server(app: App, identity_of: IdentityOf) -> Server[Any]:
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[tool_of(spec) for spec in app.registry])
+        return types.ListToolsResult(tools=[tool_of(spec) for spec in app.registry if not internal(spec)])
 
     def call(identity: Identity, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        spec = app.registry.get(name)
+        if spec is not None and internal(spec):
+            text = (
+                f"refused: {name} is not callable over MCP; an operator's `pressroom cancel` undoes a publish"
+            )
+            return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
         proposal = ToolCall(tool=name, arguments=arguments, call_id=uuid.uuid4().hex)
         return to_mcp(app.harness.call(proposal, caller_for(identity, arguments)))
 
