@@ -30,6 +30,7 @@ from sagas.machine import SagaEvent, SagaState
 from telemetry import metrics, propagation, spans
 
 MAX_BRIEF = 4000
+MAX_DURATION_DAYS = 36600  # a hundred years and then some
 
 
 def _name(value: str, what: str = "--as") -> str:
@@ -56,6 +57,8 @@ def parse_duration(text: str) -> timedelta:
     value = float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
     if value <= 0:
         raise InvalidInput("a duration must be positive")
+    if value > MAX_DURATION_DAYS * 86400:  # also keeps `now + duration` a representable date
+        raise InvalidInput(f"a duration must be at most {MAX_DURATION_DAYS}d, got {text.strip()[:40]!r}")
     return timedelta(seconds=value)
 
 
