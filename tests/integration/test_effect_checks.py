@@ -207,3 +207,34 @@ def test_git_hooks_and_fsmonitor_never_run_on_publish_or_compensate(
     ).stdout.splitlines()
     assert len(subjects) == 2 and subjects[0].startswith("Revert")
     assert list(markers.iterdir()) == [], "no hook and no fsmonitor ran"
+
+
+def test_the_runners_own_compensation_is_bound_to_the_saga_and_its_state(
+    db_url: str, tmp_path: Path, corpus: Path
+) -> None:
+    """Even a caller holding the publisher's capabilities cannot undo a succeeded step or a foreign one."""
+    from sagas.runner import call_tool, publisher_caller
+
+    app = make_app(db_url, tmp_path)
+    with WebhookServer() as hook, WebhookServer() as foreign:
+        saga = ready_saga(app, corpus, [f"webhook:{hook.url}"])
+        sid = saga["saga_id"]
+        services.approve(app, sid, version=saga["version"], actor="erin")
+        assert services.status(app, sid)["state"] == "succeeded"
+        with Session(app.engine) as s:
+            from sagas import records
+
+            row = records.load_saga(s, sid)
+        caller = publisher_caller(row, saga["version_digest"])
+        own = call_tool(app, caller, "publish.compensate", sid, f"webhook:{hook.url}", saga["version_digest"])
+        other = call_tool(app, caller, "publish.compensate", sid, f"webhook:{foreign.url}", saga["version_digest"])
+        missing = call_tool(app, caller, "publish.compensate", "f" * 32, f"webhook:{foreign.url}", saga["version_digest"])
+        status = call_tool(app, caller, "publish.status", sid, f"webhook:{hook.url}", saga["version_digest"])
+        assert [r.status.value for r in (own, other, missing, status)] == ["rejected"] * 4
+        assert "succeeded" in (own.reason or "") and "not a destination" in (other.reason or "")
+        assert [r.method for r in hook.received] == ["POST"], "no DELETE, no GET"
+        assert foreign.received == []
+    assert services.status(app, sid)["state"] == "succeeded"
+    with Session(app.engine) as s:
+        tools = s.execute(text("SELECT tool, status FROM ledger WHERE tool LIKE 'publish%'")).all()
+    assert [tuple(t) for t in tools] == [("publish", "done")], "no compensation row, pending or otherwise"
