@@ -14,10 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 
-from tests.e2e.test_mcp import PRESSROOM, STARTUP, World, stdio_session, structured, text_of
-from tests.e2e.test_mcp import world as world  # noqa: F401  (the fixture)
+from tests.e2e.test_mcp import ALICE_TOKEN, PRESSROOM, STARTUP, World, stdio_session, structured, text_of
+from tests.e2e.test_mcp import http_server as http_server  # noqa: F401  (a fixture)
+from tests.e2e.test_mcp import world as world  # noqa: F401  (a fixture)
 from tests.support.webhook_server import WebhookServer
 
 CAPS = "publish,publish.status,saga.status,saga.show"
@@ -179,3 +181,44 @@ def test_duplicate_keys_in_tool_arguments_are_refused_by_the_harness(world: Worl
     assert control["result"]["isError"] is False  # the same call spelt once is answered
     refused = world.rows("SELECT detail FROM events WHERE tool = 'saga.status' AND status = 'rejected'")
     assert any("duplicate key" in row[0] for row in refused), "the refusal is an event"
+
+
+def _answer(response: httpx.Response) -> dict[str, Any]:
+    """A JSON-RPC answer, sent as JSON or as one server-sent event."""
+    assert response.status_code == 200, (response.status_code, response.text[:300])
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        data = next(line[5:].strip() for line in response.text.splitlines() if line.startswith("data:"))
+        answer: dict[str, Any] = json.loads(data)
+        return answer
+    out: dict[str, Any] = response.json()
+    return out
+
+
+def test_duplicate_keys_over_streamable_http_are_refused_too(world: World, http_server: str) -> None:
+    saga = world.submit()
+    headers = {
+        "Authorization": f"Bearer {ALICE_TOKEN}",
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+    }
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
+    }
+    with httpx.Client(timeout=60) as client:
+        started = client.post(http_server, headers=headers, content=json.dumps(init))
+        assert "result" in _answer(started)
+        session = {**headers, "mcp-protocol-version": "2025-11-25"}
+        if "mcp-session-id" in started.headers:
+            session["mcp-session-id"] = started.headers["mcp-session-id"]
+        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert client.post(http_server, headers=session, content=json.dumps(note)).status_code in (200, 202)
+        duplicated = (
+            '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"saga.status",'
+            f'"arguments":{{"saga_id":"{"f" * 32}","saga_id":"{saga["saga_id"]}"}}}}}}'
+        )
+        answer = _answer(client.post(http_server, headers=session, content=duplicated))
+    assert answer["result"]["isError"] is True
+    assert "duplicate key 'saga_id'" in answer["result"]["content"][0]["text"]
