@@ -177,7 +177,7 @@ def test_a_link_planted_as_the_bookkeeping_folder_is_refused(db_url: str, tmp_pa
     assert list(outside.iterdir()) == []
 
 
-def test_git_hooks_and_fsmonitor_never_run_on_publish_or_compensate(
+def test_git_hooks_fsmonitor_and_filters_never_run_on_publish_or_compensate(
     db_url: str, tmp_path: Path, corpus: Path
 ) -> None:
     app = make_app(db_url, tmp_path)
@@ -192,6 +192,11 @@ def test_git_hooks_and_fsmonitor_never_run_on_publish_or_compensate(
     monitor.write_text(f"#!/bin/sh\ntouch {markers / 'fsmonitor'}\n")
     monitor.chmod(0o755)
     subprocess.run(["git", "-C", str(repo), "config", "core.fsmonitor", str(monitor)], check=True)
+    for kind in ("clean", "smudge"):  # a content filter every *.md would go through
+        command = f"sh -c 'touch {markers / kind}; cat'"
+        subprocess.run(["git", "-C", str(repo), "config", f"filter.evil.{kind}", command], check=True)
+    subprocess.run(["git", "-C", str(repo), "config", "merge.evil.driver", f"touch {markers / 'merge'}"], check=True)
+    (repo / ".gitattributes").write_text("*.md filter=evil merge=evil\n")
     with WebhookServer("reject") as hook:
         saga = ready_saga(app, corpus, [f"git:{repo}", f"webhook:{hook.url}"])
         services.approve(app, saga["saga_id"], version=saga["version"], actor="erin")
