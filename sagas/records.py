@@ -18,6 +18,7 @@ from orchestrator.store.tables import ApprovalRow, SagaRow, StepRow, VersionRow,
 from sagas.machine import SagaEvent, SagaState, apply
 
 MAX_SAGA_ID = 64
+MAX_VERSION = 2**31 - 1
 _HEX = re.compile(r"[0-9a-f]+")
 
 
@@ -86,9 +87,14 @@ def head(session: Session, saga: SagaRow) -> VersionRow | None:
 
 
 def version(session: Session, saga_id: str, number: int) -> VersionRow:
-    row = session.exec(
-        select(VersionRow).where(VersionRow.saga_id == saga_id, VersionRow.number == number)
-    ).first()
+    # A number no column can hold is not asked for (SQLite and PostgreSQL would raise).
+    row = (
+        session.exec(
+            select(VersionRow).where(VersionRow.saga_id == saga_id, VersionRow.number == number)
+        ).first()
+        if 1 <= number <= MAX_VERSION
+        else None
+    )
     if row is None:
         raise NotFound(f"saga {saga_id} has no version {number}", saga_id=saga_id, version=number)
     return row

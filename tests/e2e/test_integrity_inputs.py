@@ -53,6 +53,9 @@ def test_a_huge_saga_id_is_bad_input_and_wildcards_match_nothing(cli: Cli, corpu
     for pattern in ("%%%%%%", "______", first[:5] + "%", first[:5] + "_", first[:6] + "%"):
         refused(cli, 3, "status", pattern)
     assert cli.json("status", first[:8])["saga_id"] == first  # a true prefix still works
+    huge = "9" * 30  # no integer column holds it
+    refused(cli, 3, "show", first, "--version", huge)
+    refused(cli, 3, "diff", first, "1", huge)
 
 
 def test_destinations_get_one_spelling_at_submit(cli: Cli, corpus: Path, tmp_path: Path) -> None:
@@ -131,6 +134,8 @@ def test_api_refusals_are_4xx_json(api: httpx.Client, corpus: Path, tmp_path: Pa
     json_error(api.get("/api/sagas/" + "a" * 10_000), 400)
     # Too long for httpx to send: written to the socket by hand. The server may refuse the request line itself.
     assert 400 <= raw_get_status(api, "/api/sagas/" + "a" * 100_000) < 500
+    json_error(api.get(f"/api/sagas/{sid}/versions/{'9' * 30}"), 404)
+    json_error(api.get(f"/api/sagas/{sid}/diff/1/{'9' * 30}"), 404)
     for pattern in ("%25%25%25%25%25%25", "______", sid[:5] + "_", sid[:5] + "%25"):
         json_error(api.get(f"/api/sagas/{pattern}"), 404)
 
