@@ -104,7 +104,7 @@ def one_saga(corpus: Path, work: Path, run: int) -> dict[str, float]:
     settings = Settings(
         database_url=f"sqlite:///{work / f'bench-{run}.db'}", broker_url="inline://", secret="bench"
     )
-    app = build_app(settings)
+    app = build_app(settings, memory_destinations=True)
     spent: dict[str, float] = defaultdict(float)
     for task, _ in STAGES:
         app.handlers[task] = timed(app.handlers[task], task, spent)

@@ -97,7 +97,8 @@ def main() -> None:
                 broker_url="inline://",
                 secret="bench-secret",
                 secret_file=workdir / "secret",
-            )
+            ),
+            memory_destinations=True,
         )
         corpus = str(Path(roles.__file__).parent / "sample_corpus")
 

@@ -56,6 +56,9 @@ class App:
     # inline://: deliver queued work before a use case returns. The demo turns
     # this off and lets its worker threads deliver instead.
     auto_drain: bool = True
+    # `memory:` destinations at submit: for tests and `pressroom eval` only,
+    # turned on by `build_app(memory_destinations=True)`, never by a setting.
+    memory_destinations: bool = False
 
     # -- producing ---------------------------------------------------------
     def dispatch(

@@ -70,6 +70,7 @@ def build_app(
     broker: Broker | None = None,
     open_destination: Callable[[str], Destination] | None = None,
     extra_tools: list[ToolSpec] | None = None,
+    memory_destinations: bool = False,
 ) -> App:
     from roles.handlers import draft_handler, research_handler, review_handler
     from roles.tools import role_tools
@@ -84,7 +85,7 @@ def build_app(
     registry = Registry()
     for spec in [
         *role_tools(engine),
-        *PublishingTools(engine, opener).specs(),
+        *PublishingTools(engine, opener, settings.roots()).specs(),
         *saga_tools(lambda: app),
         *denied_specs(),
         *(extra_tools or []),
@@ -106,6 +107,7 @@ def build_app(
             REVIEW: review_handler,
             PUBLISH: publish_handler,
         },
+        memory_destinations=memory_destinations,
     )
     app.relay = Relay(
         engine,

@@ -25,11 +25,12 @@ from orchestrator.store.db import unit_of_work
 from orchestrator.store.harness_store import add_event, approval_row
 from orchestrator.store.tables import SagaRow, utcnow
 from sagas import records
-from sagas.destinations.registry import parse_destination
+from sagas.destinations.registry import normalise_destination, parse_destination
 from sagas.machine import SagaEvent, SagaState
 from telemetry import metrics, propagation, spans
 
 MAX_BRIEF = 4000
+MAX_DURATION_DAYS = 36600  # a hundred years and then some
 
 
 def _name(value: str, what: str = "--as") -> str:
@@ -56,6 +57,8 @@ def parse_duration(text: str) -> timedelta:
     value = float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
     if value <= 0:
         raise InvalidInput("a duration must be positive")
+    if value > MAX_DURATION_DAYS * 86400:  # also keeps `now + duration` a representable date
+        raise InvalidInput(f"a duration must be at most {MAX_DURATION_DAYS}d, got {text.strip()[:40]!r}")
     return timedelta(seconds=value)
 
 
@@ -72,10 +75,9 @@ def submit(app: App, *, brief: str, corpus: str, destinations: list[str], actor:
         raise InvalidInput("at least one --dest is needed")
     roots = app.settings.roots()
     _within(roots, root, "corpus folder")
+    destinations = [normalise_destination(u, allow_memory=app.memory_destinations) for u in destinations]
     for uri in destinations:
         scheme, target = parse_destination(uri)
-        if ".." in Path(target).parts:
-            raise InvalidInput(f"destination path must not contain '..': {uri}")
         if scheme in ("site", "git"):
             _within(roots, Path(target).expanduser(), "destination")
     if len(set(destinations)) != len(destinations):

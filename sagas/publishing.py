@@ -11,6 +11,8 @@ records the result.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -21,7 +23,7 @@ from orchestrator.harness.digests import business_key
 from orchestrator.harness.spec import ProbeAnswer, Risk, ToolContext, ToolResult, ToolSpec, ToolStatus
 from orchestrator.store.db import UnitOfWork
 from orchestrator.store.tables import SagaRow, StepRow, VersionRow, utcnow
-from sagas import records
+from sagas import effect_checks, records
 from sagas.destinations.base import Destination, PublishedVersion
 from sagas.destinations.registry import slugify
 from sagas.machine import SagaEvent, SagaState
@@ -63,9 +65,10 @@ def publish_key(args: PublishArgs | CompensateArgs) -> str:
 class PublishingTools:
     """Builds the specs; holds how to open a destination and reach the database."""
 
-    def __init__(self, engine: Any, open_destination: Any) -> None:
+    def __init__(self, engine: Any, open_destination: Any, roots: Sequence[Path] = ()) -> None:
         self.engine = engine
         self.open_destination = open_destination
+        self.roots = tuple(roots)
 
     def specs(self) -> list[ToolSpec]:
         return [
@@ -82,6 +85,7 @@ class PublishingTools:
                 compensation=self._compensate_by_key,
                 approval_scope=lambda a: (a.saga_id, a.version_digest, a.destination),
                 recorder=self._record_publish,
+                pre_execute=(self._publish_bound, self._bytes_match, self._within_roots),
             ),
             ToolSpec(
                 name="publish.status",
@@ -98,6 +102,8 @@ class PublishingTools:
                 executor=self._compensate,
                 key=lambda a: "undo-" + publish_key(a),
                 recorder=self._record_compensation,
+                pre_execute=(self._compensate_bound, self._within_roots),
+                annotations={"internal": True},
             ),
         ]
 
@@ -115,6 +121,10 @@ class PublishingTools:
                 slug=slugify(version.title),
                 markdown=version.markdown,
             )
+        # Once more with the very bytes and path about to be used: the intent's
+        # checks ran in another transaction, a moment ago.
+        effect_checks.check_bytes(published.markdown, args.version_digest, version=published.version)
+        effect_checks.within_roots(args.destination, self.roots)
         dest = self.open_destination(args.destination)
         started = time.monotonic()
         outcome = "error"
@@ -126,6 +136,9 @@ class PublishingTools:
             metrics.record_destination_latency(_scheme(args.destination), time.monotonic() - started, outcome)
 
     def _status(self, ctx: ToolContext, args: PublishArgs) -> dict[str, Any]:
+        with Session(self.engine) as s:
+            effect_checks.status_bound(s, args.saga_id, args.destination, args.version_digest)
+        effect_checks.within_roots(args.destination, self.roots)
         answer = self.open_destination(args.destination).status(publish_key(args))
         dumped: dict[str, Any] = answer.model_dump(mode="json")
         return dumped
@@ -159,6 +172,19 @@ class PublishingTools:
             raise InvalidInput(f"no step holds key {key}")
         dest: Destination = self.open_destination(uri)
         dest.compensate(key, receipt)
+
+    # -- pre-execute checks (inside the transaction that commits the intent) -----
+    def _publish_bound(self, uow: UnitOfWork, ctx: ToolContext, args: PublishArgs) -> None:
+        effect_checks.publish_bound(uow.session, args.saga_id, args.destination, args.version_digest)
+
+    def _bytes_match(self, uow: UnitOfWork, ctx: ToolContext, args: PublishArgs) -> None:
+        effect_checks.bytes_match(uow.session, args.saga_id, args.version_digest)
+
+    def _within_roots(self, uow: UnitOfWork, ctx: ToolContext, args: PublishArgs | CompensateArgs) -> None:
+        effect_checks.within_roots(args.destination, self.roots)
+
+    def _compensate_bound(self, uow: UnitOfWork, ctx: ToolContext, args: CompensateArgs) -> None:
+        effect_checks.compensate_bound(uow.session, args.saga_id, args.destination, args.version_digest)
 
     # -- recorders (inside the transaction that records the result) ------------
     def _record_publish(

@@ -6,15 +6,20 @@ and its outgoing messages commit together.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from sqlmodel import Session, col, select
 
-from orchestrator.errors import NotFound
+from orchestrator.errors import InvalidInput, NotFound
 from orchestrator.harness.digests import text_digest
 from orchestrator.store.harness_store import add_event
 from orchestrator.store.tables import ApprovalRow, SagaRow, StepRow, VersionRow, utcnow
 from sagas.machine import SagaEvent, SagaState, apply
+
+MAX_SAGA_ID = 64
+MAX_VERSION = 2**31 - 1
+_HEX = re.compile(r"[0-9a-f]+")
 
 
 def load_saga(session: Session, saga_id: str, *, lock: bool = False) -> SagaRow:
@@ -25,12 +30,21 @@ def load_saga(session: Session, saga_id: str, *, lock: bool = False) -> SagaRow:
 
 
 def find_saga(session: Session, prefix: str) -> SagaRow:
-    """A saga by id or unique id prefix (at least 6 characters)."""
+    """A saga by id or unique id prefix (at least 6 characters).
+
+    An id is at most 64 characters (longer is `InvalidInput`); a prefix is
+    matched only when it is lowercase hex, as every id Pressroom makes, and
+    with LIKE's wildcards escaped all the same.
+    """
+    if len(prefix) > MAX_SAGA_ID:
+        raise InvalidInput(f"a saga id is at most {MAX_SAGA_ID} characters, got {len(prefix)}")
     saga = session.get(SagaRow, prefix)
     if saga is not None:
         return saga
-    if len(prefix) >= 6:
-        rows = session.exec(select(SagaRow).where(col(SagaRow.id).startswith(prefix)).limit(2)).all()
+    if len(prefix) >= 6 and _HEX.fullmatch(prefix):
+        rows = session.exec(
+            select(SagaRow).where(col(SagaRow.id).startswith(prefix, autoescape=True)).limit(2)
+        ).all()
         if len(rows) == 1:
             return rows[0]
     raise NotFound(f"no saga {prefix!r}", saga_id=prefix)
@@ -73,9 +87,14 @@ def head(session: Session, saga: SagaRow) -> VersionRow | None:
 
 
 def version(session: Session, saga_id: str, number: int) -> VersionRow:
-    row = session.exec(
-        select(VersionRow).where(VersionRow.saga_id == saga_id, VersionRow.number == number)
-    ).first()
+    # A number no column can hold is not asked for (SQLite and PostgreSQL would raise).
+    row = (
+        session.exec(
+            select(VersionRow).where(VersionRow.saga_id == saga_id, VersionRow.number == number)
+        ).first()
+        if 1 <= number <= MAX_VERSION
+        else None
+    )
     if row is None:
         raise NotFound(f"saga {saga_id} has no version {number}", saga_id=saga_id, version=number)
     return row

@@ -88,7 +88,10 @@ def run_case(case: Path) -> dict[str, Any]:
     expect: dict[str, Any] = json.loads((case / "expect.json").read_text(encoding="utf-8"))
     with tempfile.TemporaryDirectory(prefix="pressroom-eval-") as tmp:
         database = f"sqlite:///{Path(tmp) / 'eval.db'}"
-        app = build_app(Settings(database_url=database, broker_url="inline://", secret=EVAL_SECRET))
+        app = build_app(
+            Settings(database_url=database, broker_url="inline://", secret=EVAL_SECRET),
+            memory_destinations=True,
+        )
         try:
             return _measure(app, case.name, brief, case / "corpus", expect)
         finally:

@@ -188,7 +188,8 @@ def publish_flow(database_url: str, workdir: Path, *, status_known: bool) -> Out
             broker_url="inline://",
             secret="evidence-secret",
             secret_file=workdir / "secret",
-        )
+        ),
+        memory_destinations=True,
     )
     dest = memory_store(name)
     try:

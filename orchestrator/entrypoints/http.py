@@ -35,7 +35,6 @@ address only behind a proxy that authenticates.
 from __future__ import annotations
 
 import ipaddress
-import json
 import logging
 import secrets
 from collections.abc import Iterable
@@ -56,10 +55,12 @@ from orchestrator.entrypoints import pages
 from orchestrator.entrypoints.http_support import LOOPBACK_HOSTS, Guard, media_type, read_body, status_for
 from orchestrator.entrypoints.web import WebPages
 from orchestrator.errors import InvalidInput, PressroomError
+from orchestrator.harness.parse import ParseRefused, strict_loads
 
 log = logging.getLogger(__name__)
 
 MAX_JSON_BYTES = 256 * 1024
+MAX_JSON_DEPTH = 16
 
 _HTTP_KINDS = {
     400: "InvalidInput",
@@ -122,9 +123,11 @@ async def json_body(request: Request, model: type[B]) -> B:
         raise HTTPException(415, "send the request body as Content-Type: application/json")
     raw = await read_body(request, MAX_JSON_BYTES)
     try:
-        data = json.loads(raw)
-    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
-        raise InvalidInput(f"the request body is not valid JSON: {exc}") from None
+        data = strict_loads(raw.decode("utf-8"), MAX_JSON_DEPTH)
+    except UnicodeDecodeError:
+        raise InvalidInput("the request body is not UTF-8 text") from None
+    except ParseRefused as exc:  # bad JSON, too deep, or a key named twice
+        raise InvalidInput(f"the request body is refused: {exc}") from None
     if not isinstance(data, dict):
         raise InvalidInput("the request body must be a JSON object")
     try:

@@ -14,11 +14,14 @@ HTTP, a bearer token from ``PRESSROOM_MCP_TOKENS`` (``TOKEN=NAME:cap1+cap2,…``
 compared with `hmac.compare_digest`; no token or an unknown one gets 401
 before any MCP message is read. Denied tools are listed, so clients see they
 exist, and every call to one is refused; a capability naming one is refused
-at start. Logs go to stderr: on stdio, stdout carries the protocol.
+at start. Internal tools (`publish.compensate`: undoing a publish is an
+operator's `cancel`) are neither listed nor callable nor grantable here.
+Logs go to stderr: on stdio, stdout carries the protocol.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
 import json
@@ -29,7 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.to_thread
@@ -41,6 +44,12 @@ from mcp.server.auth.provider import AccessToken
 from pydantic import BaseModel, create_model
 
 from orchestrator.app import App
+from orchestrator.entrypoints.mcp_json import (
+    MarkDuplicates,
+    MarkedLines,
+    duplicate_arguments,
+    holds_duplicate,
+)
 from orchestrator.errors import InvalidInput
 from orchestrator.harness.engine import Caller
 from orchestrator.harness.provenance import DataEnvelope, wrap
@@ -81,7 +90,7 @@ def parse_capabilities(wanted_names: list[str] | None, registry: Registry) -> fr
         return DEFAULT_CAPABILITIES
     wanted = frozenset(n.strip() for n in wanted_names if n.strip())
     denied = {s.needed_capability for s in registry if s.risk is Risk.DENY}
-    known = {s.needed_capability for s in registry if s.risk is not Risk.DENY}
+    known = {s.needed_capability for s in registry if s.risk is not Risk.DENY and not internal(s)}
     if wanted & denied:
         raise InvalidInput(f"denied by policy, no capability allows: {', '.join(sorted(wanted & denied))}")
     if not wanted or wanted - known:
@@ -144,6 +153,11 @@ def caller_for(identity: Identity, arguments: Mapping[str, Any]) -> Caller:
 
 
 # -- tools/list ---------------------------------------------------------------
+def internal(spec: ToolSpec) -> bool:
+    """A tool only Pressroom's own runner calls; MCP clients never see it."""
+    return bool(spec.annotations.get("internal"))
+
+
 class ApprovalNeeded(BaseModel):
     """What a person does so that a waiting high-risk call may go ahead."""
 
@@ -239,15 +253,30 @@ IdentityOf = Callable[[ServerRequestContext[Any, Any]], Identity | None]
 
 def build_server(app: App, identity_of: IdentityOf) -> Server[Any]:
     """A low-level MCP server whose only way to a tool is `app.harness.call`."""
+    internal_capabilities = frozenset(s.needed_capability for s in app.registry if internal(s))
 
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[tool_of(spec) for spec in app.registry])
+        return types.ListToolsResult(tools=[tool_of(spec) for spec in app.registry if not internal(spec)])
 
-    def call(identity: Identity, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        proposal = ToolCall(tool=name, arguments=arguments, call_id=uuid.uuid4().hex)
-        return to_mcp(app.harness.call(proposal, caller_for(identity, arguments)))
+    def call(
+        identity: Identity, name: str, arguments: dict[str, Any], meta: Any = None
+    ) -> types.CallToolResult:
+        raw: str | dict[str, Any] = arguments
+        duplicate = duplicate_arguments(meta)
+        if duplicate is not None:
+            reason, sent = duplicate
+            if sent is None or not holds_duplicate(sent):  # the envelope, not the arguments, or a forged note
+                return types.CallToolResult(
+                    content=[types.TextContent(text=f"rejected: {reason}")], is_error=True
+                )
+            raw = sent  # the harness's bounded parse refuses it, and records that it did
+        proposal = ToolCall(tool=name, arguments=raw, call_id=uuid.uuid4().hex)
+        caller = caller_for(identity, arguments)
+        # Internal tools are refused by policy: no MCP caller holds their capability.
+        caller = dataclasses.replace(caller, capabilities=caller.capabilities - internal_capabilities)
+        return to_mcp(app.harness.call(proposal, caller))
 
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
@@ -258,7 +287,9 @@ def build_server(app: App, identity_of: IdentityOf) -> Server[Any]:
                 content=[types.TextContent(text="refused: no identity")], is_error=True
             )
         # The harness does database and destination I/O: keep it off the event loop.
-        return await anyio.to_thread.run_sync(call, identity, params.name, dict(params.arguments or {}))
+        return await anyio.to_thread.run_sync(
+            call, identity, params.name, dict(params.arguments or {}), params.meta
+        )
 
     return Server(
         "pressroom",
@@ -295,8 +326,9 @@ def http_app(server: Server[Any], tokens: TokenTable, host: str) -> Any:
             allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
         )
     manager = StreamableHTTPSessionManager(app=server, security_settings=security)
+    endpoint = MarkDuplicates(StreamableHTTPASGIApp(manager))
     return Starlette(
-        routes=[Route("/mcp", endpoint=RequireAuthMiddleware(StreamableHTTPASGIApp(manager), []))],
+        routes=[Route("/mcp", endpoint=RequireAuthMiddleware(endpoint, []))],
         middleware=[
             Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(tokens)),
             Middleware(AuthContextMiddleware),
@@ -335,9 +367,13 @@ def run_mcp(*, transport: str, host: str, port: int, actor: str, capabilities: s
 
 
 async def _serve_stdio(server: Server[Any]) -> None:
+    import io
+
     from mcp.server.stdio import stdio_server
 
-    async with stdio_server() as (read, write):
+    # stdin read here so that each line is checked for duplicate keys before the SDK decodes it.
+    lines = anyio.wrap_file(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
+    async with stdio_server(stdin=cast("anyio.AsyncFile[str]", MarkedLines(lines))) as (read, write):
         await server.run(read, write, server.create_initialization_options())
 
 

@@ -192,12 +192,15 @@ class Harness:
                     execution=request.execution if request else None,
                     times=c.times,
                     claim_seconds=self._claim_seconds,
+                    guard=self._pre_execute(c),
                 )
             except IdempotencyConflict as exc:
                 if getattr(exc, "in_flight", False):
                     return self._in_flight(c)
                 return self._refuse(c.proposal, c.caller, c.times, str(exc))
             except ApprovalRefused as exc:
+                return self._refuse(c.proposal, c.caller, c.times, str(exc))
+            except PressroomError as exc:  # a pre-execute check said no: nothing pending, nothing sent
                 return self._refuse(c.proposal, c.caller, c.times, str(exc))
         return self._execute(c, intent_id)
 
@@ -207,6 +210,19 @@ class Harness:
         if c.spec.risk is not Risk.HIGH_RISK or c.spec.approval_scope is None:
             return None
         return c.spec.approval_scope(c.model)
+
+    def _pre_execute(self, c: _Call) -> Callable[[Any], None] | None:
+        """The tool's checks that must hold when its intent commits, as one guard."""
+        checks = c.spec.pre_execute
+        if not checks:
+            return None
+        ctx, model = self._context(c), c.model
+
+        def guard(tx: Any) -> None:
+            for check in checks:
+                check(tx, ctx, model)
+
+        return guard
 
     @staticmethod
     def _approval_request(scope: tuple[str, str, str] | None, session: str | None) -> ApprovalRequest | None:
@@ -277,6 +293,8 @@ class Harness:
             c.times.sent_at = self._clock()
             try:
                 output = self._invoke(c)
+            except Refused as exc:  # the read was not allowed, and did not happen
+                return self._finish(c, ToolStatus.REJECTED, None, str(exc), ledger_status=None, phase=True)
             except Exception as exc:  # a read failed: definitely nothing applied
                 reason = str(exc) if isinstance(exc, PressroomError) else f"{type(exc).__name__}: {exc}"
                 return self._finish(c, ToolStatus.ERROR, None, reason, ledger_status=None, phase=True)

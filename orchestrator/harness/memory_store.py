@@ -232,9 +232,12 @@ class MemoryHarnessStore:
         execution: str | None,
         times: EventTimes,
         claim_seconds: float = 30.0,
+        guard: Callable[[Any], None] | None = None,
     ) -> str:
         key = state.idempotency_key
         with self._transaction() as st:
+            if guard is not None:
+                guard(st)
             if approval_id is not None:
                 self._consume(st, approval_id, execution or "")
             if key:

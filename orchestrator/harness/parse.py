@@ -1,7 +1,11 @@
 """Bounded parse: raw tool arguments to a JSON object, within limits.
 
 Runs before schema validation so an oversized or deeply nested payload is
-refused before any model code looks at it. No I/O.
+refused before any model code looks at it. `strict_loads` is the one JSON
+decoder for text from outside (tool arguments, HTTP bodies, MCP messages):
+nesting bounded before the decoder recurses, and an object naming a key
+twice refused (a decoder that keeps the last one would let two readers of
+the same bytes see two different requests). No I/O.
 """
 
 from __future__ import annotations
@@ -26,6 +30,34 @@ class ParseRefused(ValueError):
     """The arguments break a limit or are not a JSON object."""
 
 
+class DuplicateKey(ParseRefused):
+    """A JSON object names one key twice."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"duplicate key {key[:60]!r} in a JSON object")
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise DuplicateKey(key)
+        seen[key] = value
+    return seen
+
+
+def strict_loads(text: str, max_depth: int) -> Any:
+    """`json.loads` with nesting bounded to `max_depth` and duplicate keys refused (`ParseRefused`)."""
+    _check_nesting(text, max_depth)
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except json.JSONDecodeError as exc:
+        raise ParseRefused(f"not valid JSON: {exc.msg} at position {exc.pos}") from None
+    except RecursionError:  # unreachable after the nesting check; a refusal all the same
+        raise ParseRefused(f"JSON nests deeper than {max_depth} levels") from None
+
+
 def bounded_parse(raw: str | bytes | dict[str, Any], limits: ParseLimits = DEFAULT_LIMITS) -> dict[str, Any]:
     """Decode and check `raw`; raise `ParseRefused` with the reason."""
     if isinstance(raw, dict):
@@ -43,11 +75,10 @@ def bounded_parse(raw: str | bytes | dict[str, Any], limits: ParseLimits = DEFAU
             text = raw
         if len(text.encode("utf-8", errors="surrogatepass")) > limits.max_bytes:
             raise ParseRefused(f"arguments exceed {limits.max_bytes} bytes")
-        _check_nesting(text, limits.max_depth)
         try:
-            value = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ParseRefused(f"arguments are not valid JSON: {exc.msg} at position {exc.pos}") from None
+            value = strict_loads(text, limits.max_depth)
+        except ParseRefused as exc:
+            raise ParseRefused(f"arguments: {exc}") from None
     if len(text.encode("utf-8")) > limits.max_bytes:
         raise ParseRefused(f"arguments exceed {limits.max_bytes} bytes")
     if not isinstance(value, dict):
@@ -77,7 +108,7 @@ def _check_nesting(text: str, max_depth: int) -> None:
         elif ch in "[{":
             depth += 1
             if depth > max_depth:
-                raise ParseRefused(f"arguments nest deeper than {max_depth} levels")
+                raise ParseRefused(f"JSON nests deeper than {max_depth} levels")
         elif ch in "]}":
             depth -= 1
 
@@ -101,4 +132,4 @@ def _check(value: Any, limits: ParseLimits, depth: int) -> None:
             _check(item, limits, depth + 1)
 
 
-__all__ = ["DEFAULT_LIMITS", "ParseLimits", "ParseRefused", "bounded_parse"]
+__all__ = ["DEFAULT_LIMITS", "DuplicateKey", "ParseLimits", "ParseRefused", "bounded_parse", "strict_loads"]

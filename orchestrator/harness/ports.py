@@ -92,9 +92,13 @@ class HarnessStore(Protocol):
         execution: str | None,
         times: EventTimes,
         claim_seconds: float = 30.0,
+        guard: Callable[[Any], None] | None = None,
     ) -> str:
         """Commit approval consumption, checkpoint, ledger `pending` (claimed for
         `claim_seconds`) and the intent event.
+
+        `guard` runs first inside that transaction (after the saga is locked);
+        whatever it raises rolls the transaction back and propagates.
 
         Raises `ApprovalRefused` if the approval can no longer be consumed and
         `IdempotencyConflict` if another caller holds the key in flight.

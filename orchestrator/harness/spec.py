@@ -81,6 +81,10 @@ Compensation = Callable[[ToolContext, str, dict[str, Any]], None]
 ApprovalScope = Callable[[Any], tuple[str, str, str]]
 # Runs inside the transaction that records the result (the "ack" commit).
 Recorder = Callable[[Any, ToolContext, Any, "ToolResult"], None]
+# Runs inside the pre-execute transaction (the "intent" commit), before the
+# approval is consumed; raising a `PressroomError` refuses the call and rolls
+# the intent back, so nothing is recorded as pending and nothing is sent.
+PreExecute = Callable[[Any, ToolContext, Any], None]
 
 
 @dataclass(frozen=True)
@@ -97,6 +101,7 @@ class ToolSpec:
     capability: str = ""
     approval_scope: ApprovalScope | None = None
     recorder: Recorder | None = None
+    pre_execute: tuple[PreExecute, ...] = ()
     annotations: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -145,6 +150,7 @@ __all__ = [
     "Recorder",
     "NO_PROBE",
     "Compensation",
+    "PreExecute",
     "Executor",
     "KeyFn",
     "Probe",

@@ -174,6 +174,7 @@ class SqlHarnessStore:
         execution: str | None,
         times: EventTimes,
         claim_seconds: float = 30.0,
+        guard: Callable[[Any], None] | None = None,
     ) -> str:
         now = utcnow()
         key = state.idempotency_key
@@ -183,6 +184,8 @@ class SqlHarnessStore:
                 if saga_id is not None:
                     # Serialize effects of one saga: the checkpoint chain never forks.
                     s.get(SagaRow, saga_id, with_for_update=True)
+                if guard is not None:
+                    guard(uow)
                 if approval_id is not None:
                     _consume(s, approval_id, execution or "", now)
                 if key:

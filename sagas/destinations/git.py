@@ -21,11 +21,20 @@ that fails too means `MaybeApplied`. Publishers of one repository are
 serialised by `flock` on `.git/pressroom.lock`. Git runs with a fixed
 identity and without the user's global or system config, so it behaves the
 same on a bare CI machine.
+
+The repository is data, not code: every command runs with hooks off
+(`core.hooksPath=/dev/null`), no filesystem monitor (`core.fsmonitor=false`)
+and no commit signing, so a `pre-commit` hook or an `fsmonitor` script
+planted in the target's `.git` never runs as the server's user. Content
+filters (`filter.<name>.clean|smudge|process`) named in the repository's own
+config are blanked and its merge drivers replaced by `false` (a revert that
+needs one is refused), so no command from `.git/config` runs either.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +49,28 @@ KEY_TRAILER = "Pressroom-Idempotency-Key"
 COMPENSATES_TRAILER = "Pressroom-Compensates"
 PATH_TRAILER = "Pressroom-Path"
 IDENTITY = ("Pressroom", "pressroom@localhost")
+# Overrides for whatever the target repository's own config says (see the module docstring).
+SAFE_CONFIG = (
+    "-c",
+    f"core.hooksPath={os.devnull}",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "commit.gpgSign=false",
+)
+_FILTER = re.compile(r"filter\.(.+)\.(clean|smudge|process)")
+_MERGE_DRIVER = re.compile(r"merge\.(.+)\.driver")
+
+
+def driver_overrides(config_names: str) -> tuple[str, ...]:
+    """`-c` options that neutralise every filter and merge driver in `git config --name-only --list` output."""
+    out: list[str] = []
+    for name in sorted(set(config_names.split())):
+        if _FILTER.fullmatch(name):
+            out += ["-c", f"{name}="]
+        elif _MERGE_DRIVER.fullmatch(name):
+            out += ["-c", f"{name}=false"]
+    return tuple(out)
 
 
 class GitFailed(Exception):
@@ -85,6 +116,7 @@ class GitDestination:
         self.repo = Path(repo).expanduser()
         self.uri = uri or f"git:{repo}"
         self.timeout = timeout
+        self._overrides: tuple[str, ...] | None = None
 
     @classmethod
     def check_target(cls, target: str) -> None:
@@ -194,9 +226,15 @@ class GitDestination:
     # -- git ------------------------------------------------------------------
 
     def _git(self, *args: str, stdin: str | None = None) -> str:
+        if self._overrides is None and (self.repo / ".git").exists():
+            # Read with the fixed overrides only; reading config runs nothing.
+            self._overrides = driver_overrides(self._run("config", "--name-only", "--list"))
+        return self._run(*args, stdin=stdin, prefix=self._overrides or ())
+
+    def _run(self, *args: str, stdin: str | None = None, prefix: tuple[str, ...] = ()) -> str:
         try:
             done = subprocess.run(
-                ["git", *args],
+                ["git", *SAFE_CONFIG, *prefix, *args],
                 cwd=self.repo,
                 env=_git_env(),
                 input=stdin,

@@ -4,10 +4,19 @@ A new destination is one module plus one line in `_KINDS`. Each kind is a
 class with a `form` (how its URI is written, shown in hints), a
 `check_target(target)` that raises `InvalidInput`, and an
 `open(target, *, uri, timeout)` that builds the adapter. Parsing does no I/O.
+
+`normalise_destination` gives each destination one spelling at submit: a
+`site:`/`git:` path made absolute and normal (`/x`, `//x/` and `/./x` are one
+folder), control and invisible format characters refused, and `memory:`
+refused unless the caller enabled it (tests, `pressroom eval`: see
+`bootstrap.build_app(memory_destinations=True)`; no setting turns it on).
 """
 
 from __future__ import annotations
 
+import os
+import unicodedata
+from pathlib import PurePosixPath
 from typing import ClassVar, Protocol
 
 from orchestrator.errors import InvalidInput
@@ -62,6 +71,32 @@ def parse_destination(uri: str) -> tuple[str, str]:
     return scheme, target
 
 
+_INVISIBLE = frozenset({"Cc", "Cf", "Zl", "Zp"})
+FILE_SCHEMES = ("site", "git")
+
+
+def normalise_destination(uri: str, *, allow_memory: bool = False) -> str:
+    """The one spelling of `uri` a saga stores; `InvalidInput` when it is not acceptable."""
+    bad = next((ch for ch in uri if unicodedata.category(ch) in _INVISIBLE), None)
+    if bad is not None:
+        raise InvalidInput(f"destination {uri!r} holds a control character (U+{ord(bad):04X})", uri=uri)
+    scheme, target = parse_destination(uri)
+    if scheme == "memory" and not allow_memory:
+        raise InvalidInput(
+            f"{uri!r}: memory: destinations exist for tests only; use site:PATH, git:PATH or webhook:URL",
+            uri=uri,
+        )
+    if scheme not in FILE_SCHEMES:
+        return f"{scheme}:{target}"
+    path = os.path.expanduser(target)
+    if ".." in PurePosixPath(path).parts:
+        raise InvalidInput(f"destination path must not contain '..': {uri}", uri=uri)
+    path = os.path.abspath(path)
+    if path.startswith("//"):  # POSIX keeps a leading '//' apart; here it is just '/'
+        path = "/" + path.lstrip("/")
+    return f"{scheme}:{path}"
+
+
 def open_destination(uri: str, *, timeout: float) -> Destination:
     """The adapter for `uri`; `timeout` bounds each call that can hang (seconds)."""
     if timeout <= 0:
@@ -75,6 +110,7 @@ __all__ = [
     "check_key",
     "contained_path",
     "known_forms",
+    "normalise_destination",
     "open_destination",
     "parse_destination",
     "slugify",

@@ -16,6 +16,11 @@
   an absent key is a no-op.
 
 Publishers of one folder are serialised by `flock` on `PATH/.pressroom/lock`.
+
+Nothing is written through a symbolic link planted inside the folder: the
+`.pressroom` folders must be real folders of PATH, and every file written
+(page, index, receipt) must resolve inside PATH, checked before the first
+write; otherwise the publish is `NotApplied` and nothing is written.
 """
 
 from __future__ import annotations
@@ -119,6 +124,7 @@ class SiteDestination:
             if existing is not None:
                 return existing
             slug = slugify(version.slug or version.title)
+            self._check_targets(key, slug)
             data = version.markdown.encode("utf-8")
             sha = hashlib.sha256(data).hexdigest()
             try:
@@ -148,6 +154,8 @@ class SiteDestination:
 
     def compensate(self, key: str, receipt: dict[str, Any]) -> None:
         check_key(key)
+        for folder in (self._meta, self._meta / "receipts", self._meta / "previous"):
+            self._check_plain(key, folder)
         if not self._meta.is_dir():
             return  # nothing was ever published here
         try:
@@ -160,12 +168,35 @@ class SiteDestination:
 
     def _prepare(self, key: str) -> None:
         try:
-            for folder in (self.folder, self._meta, self._meta / "receipts", self._meta / "previous"):
-                folder.mkdir(parents=True, exist_ok=True)
+            self.folder.mkdir(parents=True, exist_ok=True)
+            # Each bookkeeping folder is checked before anything is made inside it.
+            for folder in (self._meta, self._meta / "receipts", self._meta / "previous"):
+                self._check_plain(key, folder)
+                folder.mkdir(exist_ok=True)
+                self._check_plain(key, folder)
         except OSError as exc:
             raise NotApplied(
                 f"{self.uri}: cannot use {self.folder} as a site folder: {exc}", key=key
             ) from exc
+
+    def _check_plain(self, key: str, folder: Path) -> None:
+        """`folder` is PATH's own (no link to somewhere else), when it exists."""
+        root = self.folder.resolve()
+        if folder.is_symlink() or (
+            folder.exists() and folder.resolve() != root / folder.relative_to(self.folder)
+        ):
+            raise NotApplied(
+                f"{self.uri}: {folder} is not a plain folder of {root}; nothing was written", key=key
+            )
+
+    def _check_targets(self, key: str, slug: str) -> None:
+        """Every file this publish writes resolves inside PATH (a planted link is refused)."""
+        try:
+            self._page_paths(slug)
+            contained_path(self.folder, "index.html")
+            self._receipt_path(key)
+        except InvalidInput as exc:
+            raise NotApplied(f"{self.uri}: {exc}; nothing was written", key=key) from exc
 
     def _receipt_path(self, key: str) -> Path:
         return contained_path(self._meta / "receipts", f"{key}.json")

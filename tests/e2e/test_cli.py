@@ -105,7 +105,7 @@ def test_approval_refusals_exit_4_and_publish_nothing(cli: Cli, corpus: Path, tm
 
 
 def test_reject_edit_diff_and_cancel(cli: Cli, corpus: Path, tmp_path: Path) -> None:
-    sid = submit(cli, corpus, "memory:cli-edit")["saga_id"]
+    sid = submit(cli, corpus, f"site:{tmp_path / 'cli-edit'}")["saga_id"]  # memory: is for in-process tests
     rejected = cli.json("reject", sid, "--as", "rita", "--reason", "citation [1] is not needed")
     assert rejected["state"] == "ready-for-review" and rejected["version"] == 2
     diff = cli.run("diff", sid, "1", "2")
@@ -174,6 +174,6 @@ def test_tracing_disabled_changes_nothing(tmp_path: Path, corpus: Path, sqlite_u
     env = base_env(PRESSROOM_DATABASE_URL=sqlite_url, PRESSROOM_BROKER_URL="inline://", OTEL_SDK_DISABLED="true",
                    OTEL_TRACES_EXPORTER="otlp")
     cli = Cli(env, tmp_path)
-    sid = submit(cli, corpus, "memory:quiet")["saga_id"]
+    sid = submit(cli, corpus, f"site:{tmp_path / 'quiet'}")["saga_id"]  # memory: is for in-process tests
     assert cli.json("approve", sid, "--version", "1", "--as", "erin")["version"] == 1
     assert cli.json("status", sid)["state"] == "succeeded"

@@ -20,7 +20,7 @@ def make_app(db_url: str, tmp_path: Path, **settings: Any) -> App:
         "secret_file": tmp_path / "secret",
     }
     values.update(settings)
-    return build_app(Settings(**values))
+    return build_app(Settings(**values), memory_destinations=True)
 
 
 def ready_saga(app: App, corpus: Path, dests: list[str], brief: str = "history of the library network") -> dict[str, Any]:

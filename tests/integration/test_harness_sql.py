@@ -232,7 +232,8 @@ def test_the_celery_task_path_cannot_skip_the_approval(db_url: str, tmp_path: Pa
     name = "side-door-" + uuid.uuid4().hex[:8]
     uri = f"memory:{name}"
     app = build_app(
-        Settings(database_url=db_url, broker_url="inline://", secret="s", secret_file=tmp_path / "k")
+        Settings(database_url=db_url, broker_url="inline://", secret="s", secret_file=tmp_path / "k"),
+        memory_destinations=True,
     )
     assert app.registry is app.harness.registry  # the only registry an App holds is the wrapped one
     try:

@@ -302,7 +302,9 @@ def test_a_configured_model_drives_the_writer_and_bad_arguments_fail_the_saga(
     sqlite_app_settings: dict[str, Any], corpus: Path
 ) -> None:
     with ChatServer("draft_write_bad_digest") as server:
-        app = build_app(Settings(**sqlite_app_settings, model=MODEL, model_base_url=server.url))
+        app = build_app(
+            Settings(**sqlite_app_settings, model=MODEL, model_base_url=server.url), memory_destinations=True
+        )
         out = services.submit(
             app,
             brief="The history of the Millbrook library branches",

@@ -1,0 +1,163 @@
+"""What must still hold at the moment of an effect, checked where the intent commits.
+
+The publishing tools run these checks in their pre-execute transaction (the
+saga row is locked, the approval not yet consumed, no ledger row written):
+whatever one raises refuses the call, rolls the intent back and leaves an
+event naming the reason; nothing reaches a destination.
+
+- `publish_bound`, `compensate_bound`, `status_bound`: a tool acts only on a
+  destination the saga holds, for a version the saga has, and only in the
+  states where the saga's own runner would act.
+- `bytes_match`: the sha256 of the markdown about to be sent, recomputed
+  now, equals the approved version digest (a row edited behind Pressroom's
+  back is not published).
+- `within_roots`: a `site:`/`git:` destination, resolved now (symlinks
+  followed), lies in `PRESSROOM_ALLOWED_ROOTS` when that is set.
+
+Each raises `Refused` with a one-line reason; none calls a destination.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from sqlmodel import Session, select
+
+from orchestrator.errors import Refused
+from orchestrator.harness.digests import business_key, text_digest
+from orchestrator.store.tables import SagaRow, StepRow, VersionRow
+from sagas.machine import SagaState
+
+# Where the runner publishes: `approved` (its first step) and `executing`.
+PUBLISH_STATES = frozenset({SagaState.APPROVED, SagaState.EXECUTING})
+# Where a destination's status is asked: while publishing, and by `reconcile`.
+STATUS_STATES = frozenset({SagaState.APPROVED, SagaState.EXECUTING, SagaState.EFFECT_UNKNOWN})
+# Where a step is undone, and which steps: the runner after a definite failure
+# (`executing`, done steps), and an operator's `cancel` of an `effect-unknown`
+# saga (done steps, and uncertain ones: the person decided). An uncertain step
+# of a saga in any other state waits for `reconcile`.
+COMPENSABLE: dict[SagaState, frozenset[str]] = {
+    SagaState.EXECUTING: frozenset({"done"}),
+    SagaState.EFFECT_UNKNOWN: frozenset({"done", "uncertain"}),
+}
+FILE_SCHEMES = ("site", "git")
+
+
+def _saga(session: Session, saga_id: str, destination: str) -> SagaRow:
+    saga = session.get(SagaRow, saga_id)
+    if saga is None:
+        raise Refused(f"no saga {saga_id!r}; nothing was sent", saga_id=saga_id)
+    if destination not in saga.destinations:
+        raise Refused(
+            f"{destination} is not a destination of saga {saga.id}; nothing was sent", saga_id=saga.id
+        )
+    return saga
+
+
+def _version(session: Session, saga: SagaRow, digest: str) -> VersionRow:
+    version = session.exec(
+        select(VersionRow).where(VersionRow.saga_id == saga.id, VersionRow.digest == digest)
+    ).first()
+    if version is None:
+        raise Refused(
+            f"saga {saga.id} has no version with digest {digest[:12]}…; nothing was sent", saga_id=saga.id
+        )
+    return version
+
+
+def publish_bound(session: Session, saga_id: str, destination: str, digest: str) -> None:
+    """`publish` names a destination of an approved or executing saga, and its head version."""
+    saga = _saga(session, saga_id, destination)
+    if SagaState(saga.state) not in PUBLISH_STATES:
+        raise Refused(
+            f"saga {saga.id} is {saga.state}; publishing needs approved or executing", saga_id=saga.id
+        )
+    if _version(session, saga, digest).number != saga.head_version:
+        raise Refused(f"digest {digest[:12]}… is not the head version of saga {saga.id}", saga_id=saga.id)
+
+
+def status_bound(session: Session, saga_id: str, destination: str, digest: str) -> None:
+    """`publish.status` asks only about a destination the saga holds, while it publishes or is reconciled."""
+    saga = _saga(session, saga_id, destination)
+    _version(session, saga, digest)
+    if SagaState(saga.state) not in STATUS_STATES:
+        raise Refused(
+            f"saga {saga.id} is {saga.state}; its destinations are asked only while it publishes "
+            "or is reconciled",
+            saga_id=saga.id,
+        )
+
+
+def compensate_bound(session: Session, saga_id: str, destination: str, digest: str) -> None:
+    """`publish.compensate` undoes only a step of this saga, in a state where its runner would."""
+    saga = _saga(session, saga_id, destination)
+    key = business_key(saga.id, destination, digest)
+    step = session.exec(select(StepRow).where(StepRow.saga_id == saga.id, StepRow.uri == destination)).first()
+    if step is None or step.idempotency_key != key:
+        raise Refused(f"saga {saga.id} has no step {destination} under this version; nothing was undone")
+    allowed = COMPENSABLE.get(SagaState(saga.state), frozenset())
+    if step.state == "uncertain" and "uncertain" not in allowed:
+        raise Refused(f"step {destination} is uncertain: it waits for reconcile; nothing was undone")
+    if step.state not in allowed:
+        raise Refused(
+            f"saga {saga.id} is {saga.state} and step {destination} is {step.state}: not compensated "
+            "(an operator's cancel is the way); nothing was undone",
+            saga_id=saga.id,
+        )
+
+
+def bytes_match(session: Session, saga_id: str, digest: str) -> None:
+    """The markdown about to be sent hashes, now, to the approved digest."""
+    version = session.exec(
+        select(VersionRow).where(VersionRow.saga_id == saga_id, VersionRow.digest == digest)
+    ).first()
+    if version is None:
+        raise Refused(f"saga {saga_id} has no version with digest {digest[:12]}…; nothing was sent")
+    check_bytes(version.markdown, digest, version=version.number)
+
+
+def check_bytes(markdown: str, digest: str, *, version: int) -> None:
+    actual = text_digest(markdown)
+    if actual != digest:
+        raise Refused(
+            f"integrity: the bytes of version {version} hash to {actual[:12]}…, not the approved "
+            f"digest {digest[:12]}…; nothing was sent",
+            version=version,
+        )
+
+
+def resolved_target(uri: str) -> Path | None:
+    """The folder a `site:`/`git:` URI names, resolved now (symlinks followed); None for other schemes."""
+    scheme, _, target = uri.partition(":")
+    if scheme not in FILE_SCHEMES:
+        return None
+    return Path(os.path.realpath(os.path.expanduser(target)))
+
+
+def within_roots(uri: str, roots: Sequence[Path]) -> None:
+    """With allowed roots set, a file destination must resolve, now, inside one of them."""
+    if not roots:
+        return
+    real = resolved_target(uri)
+    if real is None:
+        return
+    if not any(real == root or real.is_relative_to(root) for root in roots):
+        raise Refused(
+            f"{uri} resolves to {real}, outside the allowed roots (PRESSROOM_ALLOWED_ROOTS); nothing was sent"
+        )
+
+
+__all__ = [
+    "COMPENSABLE",
+    "PUBLISH_STATES",
+    "STATUS_STATES",
+    "bytes_match",
+    "check_bytes",
+    "compensate_bound",
+    "publish_bound",
+    "resolved_target",
+    "status_bound",
+    "within_roots",
+]
