@@ -77,6 +77,8 @@ def saga_status(s: Session, saga: SagaRow) -> dict[str, Any]:
         "created_at": iso(saga.created_at),
         "updated_at": iso(saga.updated_at),
         "approval": _approval(approval) if approval else None,
+        # The head's automated review, shown to the approver (a person's version is never redrafted).
+        "review": head.review if head else None,
     }
 
 

@@ -25,6 +25,7 @@ class SagaState(StrEnum):
 class SagaEvent(StrEnum):
     REVIEW_PASSED = "review_passed"
     REVISION_UNCHANGED = "revision_unchanged"
+    REVIEW_REPORTED = "review_reported"
     PREPARATION_FAILED = "preparation_failed"
     REJECTED = "rejected"
     EDITED = "edited"
@@ -44,6 +45,8 @@ TRANSITIONS: dict[tuple[SagaState, SagaEvent], SagaState] = {
     (S.PREPARING, E.REVIEW_PASSED): S.READY_FOR_REVIEW,
     # The writer could not act on a person's rejection: back to the person, no new version.
     (S.PREPARING, E.REVISION_UNCHANGED): S.READY_FOR_REVIEW,
+    # A person's version the reviewer finds fault with: shown to the approver, never redrafted.
+    (S.PREPARING, E.REVIEW_REPORTED): S.READY_FOR_REVIEW,
     (S.PREPARING, E.PREPARATION_FAILED): S.FAILED,
     (S.PREPARING, E.CANCELLED): S.CANCELLED,
     (S.READY_FOR_REVIEW, E.REJECTED): S.PREPARING,

@@ -1,0 +1,55 @@
+"""The reviewer's workspace on the command line: a person's edit stands, exit codes tell the truth."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Cli, base_env
+
+
+def _cli(tmp_path: Path, url: str) -> Cli:
+    return Cli(base_env(PRESSROOM_DATABASE_URL=url, PRESSROOM_BROKER_URL="inline://"), tmp_path)
+
+
+def _submit(cli: Cli, corpus: Path, *dests: str) -> str:
+    args = ["submit", "--brief", "history of the library network", "--corpus", str(corpus), "--as", "dana"]
+    for d in dests:
+        args += ["--dest", d]
+    return str(cli.json(*args)["saga_id"])
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'pressroom.db'}"
+    return str(request.getfixturevalue("pg_url"))
+
+
+def test_a_persons_edit_is_never_overwritten(tmp_path: Path, corpus: Path, db_url: str) -> None:
+    cli = _cli(tmp_path, db_url)
+    sid = _submit(cli, corpus, "memory:edit-stands")
+    v1 = cli.json("show", sid)["markdown"]
+    v2 = tmp_path / "v2.md"
+    v2.write_text(v1.replace("\n## ", "\nThe library owns ten million robots.\n\n## ", 1), encoding="utf-8")
+    edited = cli.json("edit", sid, "--file", str(v2), "--as", "erin")
+    assert edited["state"] == "ready-for-review" and edited["version"] == 2
+    assert edited["version_digest"] == hashlib.sha256(v2.read_bytes()).hexdigest()
+    assert edited["review"]["verdict"] == "changes_requested"
+    assert "erin" in edited["reason"] and "edit again" in edited["reason"]
+    shown = cli.json("show", sid)
+    assert shown["author"] == "erin" and shown["markdown"].encode() == v2.read_bytes()
+    assert shown["review"]["verdict"] == "changes_requested"
+    human = cli.run("status", sid)
+    assert human.returncode == 0 and "changes_requested" in human.stdout and "uncited" in human.stdout
+    events = cli.json("history", sid)["events"]
+    assert not any(e["tool"] == "draft.write" and e["created_at"] > edited["updated_at"] for e in events)
+    # The person may edit again; the fixed text passes and is still theirs.
+    v3 = tmp_path / "v3.md"
+    v3.write_text(v1.replace("\n## ", "\n## Desk notes: ", 1), encoding="utf-8")
+    again = cli.json("edit", sid, "--file", str(v3), "--as", "erin")
+    assert again["version"] == 3 and again["state"] == "ready-for-review"
+    assert again["review"]["verdict"] == "pass"
+    assert cli.json("show", sid)["markdown"].encode() == v3.read_bytes()
