@@ -210,7 +210,9 @@ def approve(
             "expires_at": views.iso(binding.expires_at),
         }
     app.drain()
-    return out
+    # Where the work this approval started stands now (inline://: finished).
+    final = status(app, str(out["saga_id"]))
+    return {**out, "state": final["state"], "reason": final["reason"]}
 
 
 def reject(app: App, saga_id: str, *, actor: str, reason: str) -> dict[str, Any]:

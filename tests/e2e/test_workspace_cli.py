@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import pytest
@@ -53,3 +54,40 @@ def test_a_persons_edit_is_never_overwritten(tmp_path: Path, corpus: Path, db_ur
     assert again["version"] == 3 and again["state"] == "ready-for-review"
     assert again["review"]["verdict"] == "pass"
     assert cli.json("show", sid)["markdown"].encode() == v3.read_bytes()
+
+
+def test_approve_exits_4_when_the_publish_it_drove_failed(cli: Cli, corpus: Path, tmp_path: Path) -> None:
+    from tests.support.webhook_server import WebhookServer
+
+    with WebhookServer("reject") as hook:
+        sid = _submit(cli, corpus, f"site:{tmp_path / 'site'}", f"webhook:{hook.url}")
+        done = cli.run("approve", sid, "--version", "1", "--as", "erin", "--json")
+    assert done.returncode == 4, done.stderr
+    printed = json.loads(done.stdout)  # --json still prints the one object
+    assert printed["state"] == "failed" and printed["version"] == 1
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: saga {sid} is failed: ")
+    human = cli.run("status", sid)
+    assert human.returncode == 0  # reading a failed saga is not a failure
+
+
+def test_approve_exits_4_when_the_effect_is_unknown_and_reconcile_tells_the_end(
+    tmp_path: Path, corpus: Path, sqlite_url: str
+) -> None:
+    from tests.support.webhook_server import WebhookServer
+
+    cli = Cli(
+        base_env(PRESSROOM_DATABASE_URL=sqlite_url, PRESSROOM_BROKER_URL="inline://",
+                 PRESSROOM_DESTINATION_TIMEOUT="1"),
+        tmp_path,
+    )
+    with WebhookServer("drop", status=False) as hook:
+        dest = f"webhook:{hook.url}"
+        sid = _submit(cli, corpus, dest)
+        done = cli.run("approve", sid, "--version", "1", "--as", "erin")
+        assert done.returncode == 4 and f"saga {sid} is effect-unknown" in done.stderr, done.stderr
+        assert "saga is now effect-unknown" in done.stdout
+        settled = cli.run("reconcile", sid, "--dest", dest, "--outcome", "confirmed", "--as", "olga",
+                          "--reason", "seen on the receiver", "--json")
+    assert settled.returncode == 0, settled.stderr
+    assert json.loads(settled.stdout)["state"] == "succeeded"
