@@ -66,6 +66,8 @@ def submit(app: App, *, brief: str, corpus: str, destinations: list[str], actor:
     if len(brief) > MAX_BRIEF:
         raise InvalidInput(f"the brief is longer than {MAX_BRIEF} characters")
     root = Path(corpus).expanduser()
+    if root.exists() and not root.is_dir():
+        raise InvalidInput(f"--corpus {corpus} is a file, not a folder of .md/.txt sources")
     if not root.is_dir():
         raise InvalidInput(f"corpus folder not found: {corpus}")
     if not destinations:

@@ -66,6 +66,24 @@ TRANSITIONS: dict[tuple[SagaState, SagaEvent], SagaState] = {
     (S.EFFECT_UNKNOWN, E.CANCELLED): S.CANCELLED,
 }
 
+# How a refusal names the move: "cannot cancel a saga that is succeeded".
+VERBS: dict[SagaEvent, str] = {
+    E.REVIEW_PASSED: "pass the review of",
+    E.REVISION_UNCHANGED: "return an unchanged revision of",
+    E.REVIEW_REPORTED: "report the review of",
+    E.PREPARATION_FAILED: "fail the preparation of",
+    E.REJECTED: "reject",
+    E.EDITED: "edit",
+    E.APPROVED: "approve",
+    E.APPROVAL_LAPSED: "lapse the approval of",
+    E.EXECUTION_STARTED: "start executing",
+    E.ALL_ACKED: "finish",
+    E.STEP_FAILED: "fail a step of",
+    E.STEP_UNCERTAIN: "mark a step uncertain in",
+    E.RECONCILED: "reconcile",
+    E.CANCELLED: "cancel",
+}
+
 TERMINAL: frozenset[SagaState] = frozenset({S.SUCCEEDED, S.FAILED, S.CANCELLED})
 
 
@@ -85,7 +103,7 @@ def apply(state: SagaState | str, event: SagaEvent | str) -> SagaState:
     nxt = TRANSITIONS.get((src, ev))
     if nxt is None:
         raise IllegalTransition(
-            f"cannot {ev.value.replace('_', ' ')} a saga that is {src.value}",
+            f"cannot {VERBS.get(ev, ev.value.replace('_', ' '))} a saga that is {src.value}",
             state=src.value,
             event=ev.value,
         )

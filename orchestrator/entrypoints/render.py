@@ -9,7 +9,6 @@ came from documents, sources or people is escaped, never read as markup.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-out = Console(highlight=False, soft_wrap=not sys.stdout.isatty())
+out = Console(highlight=False)
+out.soft_wrap = not out.is_terminal  # piped: never hard-wrap at 80 columns
 
 
 def _piped() -> bool:
