@@ -34,7 +34,8 @@ def test_a_persons_edit_is_never_overwritten(tmp_path: Path, corpus: Path, db_ur
     sid = _submit(cli, corpus, "memory:edit-stands")
     v1 = cli.json("show", sid)["markdown"]
     v2 = tmp_path / "v2.md"
-    v2.write_text(v1.replace("\n## ", "\nThe library owns ten million robots.\n\n## ", 1), encoding="utf-8")
+    # The robot sentence sits inside the cited lede paragraph: the sentence-level review flags it.
+    v2.write_text(v1.replace("\n\n## ", " The library owns ten million robots.\n\n## ", 1), encoding="utf-8")
     edited = cli.json("edit", sid, "--file", str(v2), "--as", "erin")
     assert edited["state"] == "ready-for-review" and edited["version"] == 2
     assert edited["version_digest"] == hashlib.sha256(v2.read_bytes()).hexdigest()
@@ -44,7 +45,8 @@ def test_a_persons_edit_is_never_overwritten(tmp_path: Path, corpus: Path, db_ur
     assert shown["author"] == "erin" and shown["markdown"].encode() == v2.read_bytes()
     assert shown["review"]["verdict"] == "changes_requested"
     human = cli.run("status", sid)
-    assert human.returncode == 0 and "changes_requested" in human.stdout and "uncited" in human.stdout
+    assert human.returncode == 0 and "changes_requested" in human.stdout
+    assert "uncited-sentence at paragraph 1 sentence 3" in human.stdout and "ten million robots" in human.stdout
     events = cli.json("history", sid)["events"]
     assert not any(e["tool"] == "draft.write" and e["created_at"] > edited["updated_at"] for e in events)
     # The person may edit again; the fixed text passes and is still theirs.
