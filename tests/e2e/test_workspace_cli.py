@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -93,3 +94,27 @@ def test_approve_exits_4_when_the_effect_is_unknown_and_reconcile_tells_the_end(
                           "--reason", "seen on the receiver", "--json")
     assert settled.returncode == 0, settled.stderr
     assert json.loads(settled.stdout)["state"] == "succeeded"
+
+
+def test_trace_with_spans_keeps_to_the_saga(tmp_path: Path, corpus: Path, sqlite_url: str) -> None:
+    from telemetry.render import read_span_file
+
+    spans_file = tmp_path / "spans.jsonl"
+    cli = Cli(
+        base_env(PRESSROOM_DATABASE_URL=sqlite_url, PRESSROOM_BROKER_URL="inline://",
+                 OTEL_TRACES_EXPORTER="file", PRESSROOM_TRACE_FILE=str(spans_file)),
+        tmp_path,
+    )
+    first = _submit(cli, corpus, "memory:trace-a")
+    second = _submit(cli, corpus, "memory:trace-b")
+    spans = read_span_file(spans_file)
+    traces = {
+        sid: {s["trace_id"] for s in spans if s["attributes"].get("pressroom.saga.id") == sid}
+        for sid in (first, second)
+    }
+    assert traces[first] and traces[second] and not traces[first] & traces[second]
+    done = cli.run("trace", first, "--spans", str(spans_file))
+    assert done.returncode == 0, done.stderr
+    assert all(f"trace {t}" in done.stdout for t in traces[first])
+    assert not any(t in done.stdout for t in traces[second])
+    assert re.search(r"process researcher .*\+\d+\.\d ms .* queue wait \d+\.\d ms", done.stdout), done.stdout
