@@ -16,13 +16,13 @@ from __future__ import annotations
 import re
 from functools import cache
 from importlib.resources import files
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from jinja2 import Environment, PackageLoader, select_autoescape
-from markdown_it import MarkdownIt
-from markdown_it.rules_core import StateCore
-from markdown_it.token import Token
-from markupsafe import Markup, escape
+if TYPE_CHECKING:  # loaded on first render: opening the registry stays light
+    from jinja2 import Environment
+    from markdown_it import MarkdownIt
+    from markdown_it.rules_core import StateCore
+    from markdown_it.token import Token
 
 STYLESHEET_NAME: Final = "style.css"
 STYLESHEET: Final = (files("sagas.destinations") / "site_templates" / STYLESHEET_NAME).read_text(
@@ -34,6 +34,8 @@ _MARKER = re.compile(r"\[([1-9][0-9]*)\](?![(:\[])")
 
 @cache
 def _templates() -> Environment:
+    from jinja2 import Environment, PackageLoader, select_autoescape
+
     return Environment(
         loader=PackageLoader("sagas.destinations", "site_templates"),
         autoescape=select_autoescape(["html"]),
@@ -43,6 +45,8 @@ def _templates() -> Environment:
 
 @cache
 def _markdown() -> MarkdownIt:
+    from markdown_it import MarkdownIt
+
     md = MarkdownIt("commonmark", {"html": False})
     md.core.ruler.push("pressroom_citations", _link_citations)
     return md
@@ -50,6 +54,8 @@ def _markdown() -> MarkdownIt:
 
 def render_page(title: str, markdown: str) -> str:
     """The HTML page for one version, with linked citation markers and footnotes."""
+    from markupsafe import Markup
+
     # Safe to mark: markdown-it escaped all raw HTML and text; the anchors above are built from digits.
     body = Markup(_markdown().render(markdown))
     return _templates().get_template("page.html").render(title=title, body=body, stylesheet=STYLESHEET_NAME)
@@ -104,7 +110,7 @@ def _with_links(children: list[Token], in_sources: bool, cited: set[str]) -> lis
 
 
 def _anchor(number: str, in_sources: bool, cited: set[str]) -> str:
-    n = escape(number)
+    n = int(number)  # digits only, by the marker pattern
     if in_sources:
         return f'<a class="back" id="source-{n}" href="#cite-{n}">[{n}]</a>'
     first = number not in cited
@@ -114,12 +120,16 @@ def _anchor(number: str, in_sources: bool, cited: set[str]) -> str:
 
 
 def _text(content: str) -> Token:
+    from markdown_it.token import Token
+
     token = Token("text", "", 0)
     token.content = content
     return token
 
 
 def _html(content: str) -> Token:
+    from markdown_it.token import Token
+
     token = Token("html_inline", "", 0)
     token.content = content
     return token
