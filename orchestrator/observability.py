@@ -19,15 +19,27 @@ from orchestrator.store.tables import SagaRow
 
 def start_tracing(service: str, settings: Settings | None = None, *, after_fork: bool = False) -> None:
     """Traces per OTEL_TRACES_EXPORTER, metrics per OTEL_METRICS_EXPORTER (both off when unset)."""
+    env = environ_snapshot()
+    if not after_fork and not _telemetry_asked(env):
+        return  # nothing to export: the SDK is not even imported (a CLI read starts faster)
     from telemetry.setup import configure_after_fork, configure_metrics, configure_tracing
 
     trace_file = (settings or Settings()).trace_file
-    env = environ_snapshot()
     if after_fork:
         configure_after_fork(service, env=env, file_path=trace_file)
     else:
         configure_tracing(service, env=env, file_path=trace_file)
         configure_metrics(service, env=env)
+
+
+def _telemetry_asked(env: dict[str, str]) -> bool:
+    """Whether any exporter is named, or the SDK is explicitly disabled (which pins the no-op tracer)."""
+    if env.get("OTEL_SDK_DISABLED", "").strip():
+        return True
+    for name in ("OTEL_TRACES_EXPORTER", "OTEL_METRICS_EXPORTER"):
+        if any(part.strip() not in ("", "none") for part in env.get(name, "").split(",")):
+            return True
+    return False
 
 
 def count_sagas_by_state(engine: Engine) -> Callable[[], dict[str, int]]:

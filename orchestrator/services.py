@@ -69,6 +69,8 @@ def submit(app: App, *, brief: str, corpus: str, destinations: list[str], actor:
     if len(brief) > MAX_BRIEF:
         raise InvalidInput(f"the brief is longer than {MAX_BRIEF} characters")
     root = Path(corpus).expanduser()
+    if root.exists() and not root.is_dir():
+        raise InvalidInput(f"--corpus {corpus} is a file, not a folder of .md/.txt sources")
     if not root.is_dir():
         raise InvalidInput(f"corpus folder not found: {corpus}")
     if not destinations:
@@ -212,7 +214,9 @@ def approve(
             "expires_at": views.iso(binding.expires_at),
         }
     app.drain()
-    return out
+    # Where the work this approval started stands now (inline://: finished).
+    final = status(app, str(out["saga_id"]))
+    return {**out, "state": final["state"], "reason": final["reason"]}
 
 
 def reject(app: App, saga_id: str, *, actor: str, reason: str) -> dict[str, Any]:

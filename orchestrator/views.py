@@ -55,7 +55,7 @@ def saga_status(s: Session, saga: SagaRow) -> dict[str, Any]:
         destinations.append(
             {
                 "uri": uri,
-                "state": step.state if step else "pending",
+                "state": _step_state(saga, step.state if step else "pending"),
                 "idempotency_key": key,
                 "receipt": step.receipt if step else None,
             }
@@ -77,7 +77,14 @@ def saga_status(s: Session, saga: SagaRow) -> dict[str, Any]:
         "created_at": iso(saga.created_at),
         "updated_at": iso(saga.updated_at),
         "approval": _approval(approval) if approval else None,
+        # The head's automated review, shown to the approver (a person's version is never redrafted).
+        "review": head.review if head else None,
     }
+
+
+def _step_state(saga: SagaRow, state: str) -> str:
+    """A step that never ran in a cancelled saga is `cancelled`, not left `pending`."""
+    return "cancelled" if saga.state == "cancelled" and state == "pending" else state
 
 
 def _approval(row: ApprovalRow) -> dict[str, Any]:

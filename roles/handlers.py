@@ -27,6 +27,8 @@ from sagas import records
 from sagas.machine import SagaEvent, SagaState
 from telemetry import names
 
+# Versions the writer made; any other author is a person whose text is never redrafted.
+MACHINE_AUTHORS = frozenset({"writer"})
 LIMITS = LoopLimits(max_steps=12, budget=16, deadline_seconds=300)
 
 
@@ -204,6 +206,18 @@ def review_handler(app: App, handoff: Handoff, holder: str) -> Finalizer:
             records.transition(s, saga, SagaEvent.REVIEW_PASSED, actor="reviewer", detail={"version": number})
             return
         rules = sorted({f["rule"] for f in report["findings"] if f.get("severity", "error") == "error"})
+        if row.author not in MACHINE_AUTHORS:
+            # A person's words are never overwritten: the approver reads the findings, the person may edit again.
+            records.transition(
+                s,
+                saga,
+                SagaEvent.REVIEW_REPORTED,
+                actor="reviewer",
+                reason=f"the automated review of {row.author}'s version {number} requests changes "
+                f"({', '.join(rules)}); approve it as it is or edit again",
+                detail={"version": number},
+            )
+            return
         if saga.review_rounds >= max_rounds:
             records.transition(
                 s,

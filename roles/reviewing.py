@@ -12,7 +12,10 @@ Rules (all errors unless noted): ``quote-not-verbatim``, ``source-changed``,
 ``source-missing``, ``source-outside-corpus``, ``duplicate-citation``,
 ``dangling-marker``, ``unused-citation``, ``uncited-paragraph``,
 ``instruction-leak``, ``foreign-url``, ``reference-mismatch``,
-``no-citations``, ``hidden-characters`` (warning), ``quote-not-in-text``
+``no-citations``, ``uncited-sentence`` and ``unsupported-sentence`` (a
+sentence of a cited paragraph that states something carries no marker, or
+its markers' quotes do not back it; located ``paragraph N sentence M``; see
+`roles.sentences`), ``hidden-characters`` (warning), ``quote-not-in-text``
 (warning: the paragraph that carries a marker does not contain its quote).
 
 Reads files (through `roles.corpus`); writes nothing.
@@ -30,6 +33,7 @@ from orchestrator.errors import InvalidInput, NotFound
 from roles.artifacts import Citation, Finding, ReviewReport, SourceFile
 from roles.corpus import SourceOutsideCorpus, read_source, sentence_spans
 from roles.injection import FOREIGN_URL, HIDDEN_CHARACTERS, assess, rule_of
+from roles.sentences import claims, states_something, supports
 
 SOURCES_HEADING: Final = "Sources"
 MARKER_IN_TEXT: Final = re.compile(r"\[([1-9][0-9]*)\](?![(:\[])")
@@ -192,6 +196,8 @@ def _check_blocks(
         for marker in markers:
             if marker not in by_marker:
                 findings.append(_error("dangling-marker", block.location, f"marker {marker} has no citation"))
+        if markers:
+            findings += sentence_findings(block, by_marker)
         text = normalize(block.text)
         if any(leak in text for leak in leaks):
             findings.append(
@@ -258,6 +264,30 @@ def leak_fragments(suspicious_texts: Iterable[str]) -> list[str]:
         plain = normalize(text)
         found += [plain[s:e] for s, e in sentence_spans(plain) if e - s >= _MIN_LEAK_CHARS]
     return found
+
+
+def sentence_findings(block: Block, by_marker: dict[str, Citation]) -> list[Finding]:
+    """Each sentence of a cited paragraph that states something is backed by its own markers' quotes."""
+    findings: list[Finding] = []
+    sentences = claims(block.text)
+    for index, claim in enumerate(sentences):
+        if not states_something(claim.text):
+            continue
+        where = f"{block.location} sentence {claim.number}"
+        shown = claim.text if len(claim.text) <= 80 else claim.text[:77] + "..."
+        cited = [by_marker[m] for m in claim.markers if m in by_marker]
+        if not claim.markers:
+            # A quote the sentence splitter cut in two: the part before the marker is that quote's too.
+            after = next((c for c in sentences[index + 1 :] if c.markers), None)
+            quotes = [normalize(by_marker[m].quote) for m in (after.markers if after else ()) if m in by_marker]
+            if not any(normalize(claim.text) in q for q in quotes):
+                findings.append(_error("uncited-sentence", where, f"no citation backs {shown!r}"))
+        elif cited and not supports([c.quote for c in cited], claim.text):
+            named = ", ".join(c.marker for c in cited)
+            findings.append(
+                _error("unsupported-sentence", where, f"the quote of {named} does not support {shown!r}")
+            )
+    return findings
 
 
 def _error(rule: str, location: str, message: str) -> Finding:

@@ -25,6 +25,7 @@ class SagaState(StrEnum):
 class SagaEvent(StrEnum):
     REVIEW_PASSED = "review_passed"
     REVISION_UNCHANGED = "revision_unchanged"
+    REVIEW_REPORTED = "review_reported"
     PREPARATION_FAILED = "preparation_failed"
     REJECTED = "rejected"
     EDITED = "edited"
@@ -44,6 +45,8 @@ TRANSITIONS: dict[tuple[SagaState, SagaEvent], SagaState] = {
     (S.PREPARING, E.REVIEW_PASSED): S.READY_FOR_REVIEW,
     # The writer could not act on a person's rejection: back to the person, no new version.
     (S.PREPARING, E.REVISION_UNCHANGED): S.READY_FOR_REVIEW,
+    # A person's version the reviewer finds fault with: shown to the approver, never redrafted.
+    (S.PREPARING, E.REVIEW_REPORTED): S.READY_FOR_REVIEW,
     (S.PREPARING, E.PREPARATION_FAILED): S.FAILED,
     (S.PREPARING, E.CANCELLED): S.CANCELLED,
     (S.READY_FOR_REVIEW, E.REJECTED): S.PREPARING,
@@ -61,6 +64,24 @@ TRANSITIONS: dict[tuple[SagaState, SagaEvent], SagaState] = {
     (S.EXECUTING, E.STEP_UNCERTAIN): S.EFFECT_UNKNOWN,
     (S.EFFECT_UNKNOWN, E.RECONCILED): S.EXECUTING,
     (S.EFFECT_UNKNOWN, E.CANCELLED): S.CANCELLED,
+}
+
+# How a refusal names the move: "cannot cancel a saga that is succeeded".
+VERBS: dict[SagaEvent, str] = {
+    E.REVIEW_PASSED: "pass the review of",
+    E.REVISION_UNCHANGED: "return an unchanged revision of",
+    E.REVIEW_REPORTED: "report the review of",
+    E.PREPARATION_FAILED: "fail the preparation of",
+    E.REJECTED: "reject",
+    E.EDITED: "edit",
+    E.APPROVED: "approve",
+    E.APPROVAL_LAPSED: "lapse the approval of",
+    E.EXECUTION_STARTED: "start executing",
+    E.ALL_ACKED: "finish",
+    E.STEP_FAILED: "fail a step of",
+    E.STEP_UNCERTAIN: "mark a step uncertain in",
+    E.RECONCILED: "reconcile",
+    E.CANCELLED: "cancel",
 }
 
 TERMINAL: frozenset[SagaState] = frozenset({S.SUCCEEDED, S.FAILED, S.CANCELLED})
@@ -82,7 +103,7 @@ def apply(state: SagaState | str, event: SagaEvent | str) -> SagaState:
     nxt = TRANSITIONS.get((src, ev))
     if nxt is None:
         raise IllegalTransition(
-            f"cannot {ev.value.replace('_', ' ')} a saga that is {src.value}",
+            f"cannot {VERBS.get(ev, ev.value.replace('_', ' '))} a saga that is {src.value}",
             state=src.value,
             event=ev.value,
         )

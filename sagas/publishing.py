@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from orchestrator.errors import InvalidInput, Refused
 from orchestrator.harness.digests import business_key
 from orchestrator.harness.spec import ProbeAnswer, Risk, ToolContext, ToolResult, ToolSpec, ToolStatus
 from orchestrator.store.db import UnitOfWork
-from orchestrator.store.tables import SagaRow, StepRow, VersionRow, utcnow
+from orchestrator.store.tables import ApprovalRow, SagaRow, StepRow, VersionRow, utcnow
 from sagas import effect_checks, records
 from sagas.destinations.base import Destination, PublishedVersion
 from sagas.destinations.registry import slugify
@@ -120,6 +120,7 @@ class PublishingTools:
                 title=version.title,
                 slug=slugify(version.title),
                 markdown=version.markdown,
+                approver=_approver(s, saga.id, version.digest),
             )
         # Once more with the very bytes and path about to be used: the intent's
         # checks ran in another transaction, a moment ago.
@@ -242,6 +243,20 @@ def _saga_and_version(s: Session, args: PublishArgs) -> tuple[SagaRow, VersionRo
     if version.number != saga.head_version:
         raise Refused(f"version {version.number} is not the head of saga {saga.id}")
     return saga, version
+
+
+def _approver(s: Session, saga_id: str, digest: str) -> str | None:
+    """The person whose consumed approval of this digest the publish runs under."""
+    row = s.exec(
+        select(ApprovalRow)
+        .where(
+            ApprovalRow.saga_id == saga_id,
+            ApprovalRow.version_digest == digest,
+            col(ApprovalRow.consumed_at).is_not(None),
+        )
+        .order_by(col(ApprovalRow.consumed_at).desc())
+    ).first()
+    return row.approver if row is not None else None
 
 
 def _step(s: Session, saga: SagaRow, uri: str) -> StepRow:

@@ -139,6 +139,12 @@ def _set_step(session: Session, saga_id: str, uri: str, state: str) -> None:
             session.add(step)
 
 
+def _without_uri(uri: str, reason: str | None) -> str:
+    """The adapter's message without the destination it already starts with (the reason names it once)."""
+    text = reason or ""
+    return text[len(uri) + 2 :] if text.startswith(f"{uri}: ") else text
+
+
 def _finish_uncertain(saga_id: str, uri: str, result: ToolResult) -> Finalizer:
     def finalize(uow: UnitOfWork) -> None:
         saga = records.load_saga(uow.session, saga_id, lock=True)
@@ -149,7 +155,7 @@ def _finish_uncertain(saga_id: str, uri: str, result: ToolResult) -> Finalizer:
                 saga,
                 SagaEvent.STEP_UNCERTAIN,
                 actor=PUBLISHER,
-                reason=f"{uri}: {result.reason}",
+                reason=f"{uri}: {_without_uri(uri, result.reason)}",
                 detail={"destination": uri, "key": result.idempotency_key},
             )
             metrics.record_effect_unknown(uri.split(":", 1)[0])
@@ -167,7 +173,7 @@ def _finish_failed(saga_id: str, uri: str, result: ToolResult) -> Finalizer:
                 saga,
                 SagaEvent.STEP_FAILED,
                 actor=PUBLISHER,
-                reason=f"{uri}: {result.status.value}: {result.reason}",
+                reason=f"{uri}: {result.status.value}: {_without_uri(uri, result.reason)}",
                 detail={"destination": uri},
             )
             _record_duration(saga)

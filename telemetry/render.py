@@ -238,7 +238,9 @@ def _detail_text(detail: object) -> str:
 
 
 def span_trees(spans: Iterable[Mapping[str, Any]]) -> Group:
-    """One tree per trace: span name, service and duration, children under parents."""
+    """One tree per trace: span name, service, start offset from the trace's first span and
+    duration, children under parents; a `process` span also shows how long its message
+    waited since it was sent (or, never sent on its own, since it was created)."""
     by_trace: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for span in spans:
         by_trace[str(span.get("trace_id"))].append(span)
@@ -258,10 +260,12 @@ def _trace_tree(trace_id: str, group: list[Mapping[str, Any]]) -> Tree:
             roots.append(span)
     tree = Tree(Text(f"trace {trace_id}", style="bold"))
     seen: set[object] = set()
+    origin = min((_start(span) for span in group), default=0)
+    handed = _handed_over(group)
 
     def add(node: Tree, span: Mapping[str, Any]) -> None:
         seen.add(span.get("span_id"))
-        branch = node.add(_span_label(span))
+        branch = node.add(_span_label(span, origin, handed))
         for child in children.get(span.get("span_id"), []):
             if child.get("span_id") not in seen:
                 add(branch, child)
@@ -271,12 +275,40 @@ def _trace_tree(trace_id: str, group: list[Mapping[str, Any]]) -> Tree:
     return tree
 
 
-def _span_label(span: Mapping[str, Any]) -> Text:
+def _handed_over(group: list[Mapping[str, Any]]) -> dict[str, int]:
+    """Per message id, when it left for the queue: the end of its `send` span, else of its `create`."""
+    created: dict[str, int] = {}
+    sent: dict[str, int] = {}
+    for span in group:
+        attrs = span.get("attributes") or {}
+        message, op, end = (
+            attrs.get(names.MESSAGING_MESSAGE_ID),
+            attrs.get(names.MESSAGING_OPERATION_TYPE),
+            span.get("end_ns"),
+        )
+        if not isinstance(message, str) or not isinstance(end, int):
+            continue
+        if op == names.OP_SEND:
+            sent[message] = max(end, sent.get(message, end))
+        elif op == names.OP_CREATE:
+            created[message] = end
+    return {**created, **sent}
+
+
+def _span_label(span: Mapping[str, Any], origin: int = 0, handed: Mapping[str, int] | None = None) -> Text:
     label = Text(str(span.get("name", "?")), style="bold")
     label.append(f"  [{span.get('service') or '?'}]", style="dim")
     start, end = span.get("start_ns"), span.get("end_ns")
+    if isinstance(start, int):
+        label.append(f"  +{(start - origin) / 1e6:.1f} ms", style="cyan")
     if isinstance(start, int) and isinstance(end, int):
         label.append(f"  {(end - start) / 1e6:.1f} ms")
+    attrs = span.get("attributes") or {}
+    message = attrs.get(names.MESSAGING_MESSAGE_ID)
+    if attrs.get(names.MESSAGING_OPERATION_TYPE) == names.OP_PROCESS and isinstance(start, int):
+        left = (handed or {}).get(message) if isinstance(message, str) else None
+        if left is not None:
+            label.append(f"  queue wait {max(start - left, 0) / 1e6:.1f} ms", style="yellow")
     status = span.get("status") or {}
     if isinstance(status, Mapping) and status.get("code") == "ERROR":
         label.append(f"  ERROR {status.get('description') or ''}".rstrip(), style="red")

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from enum import Enum
 from pathlib import PurePath
 from typing import Final
+from urllib.parse import urlsplit, urlunsplit
 from uuid import UUID
 
 from opentelemetry import trace
@@ -244,6 +245,26 @@ def annotate(attrs: Attrs) -> None:
     trace.get_current_span().set_attributes(as_attributes(attrs))
 
 
+def destination_attribute(uri: object) -> str | None:
+    """A destination URI as a span may carry it: no user, password, query or fragment.
+
+    `webhook:https://user:pw@host/hook?token=x` becomes `webhook:https://host/hook`;
+    `site:` and `git:` paths pass unchanged.
+    """
+    if not isinstance(uri, str) or not uri:
+        return None
+    scheme, _, target = uri.partition(":")
+    if "://" not in target:
+        return uri
+    parts = urlsplit(target)
+    host = parts.hostname or ""
+    try:
+        netloc = f"{host}:{parts.port}" if parts.port else host
+    except ValueError:  # a port that is not a number: keep the host only
+        netloc = host
+    return f"{scheme}:{urlunsplit((parts.scheme, netloc, parts.path, '', ''))}"
+
+
 def to_ns(moment: datetime) -> int:
     """Nanoseconds since the epoch, exactly; a naive datetime is taken as UTC."""
     aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
@@ -297,6 +318,7 @@ __all__ = [
     "approval_wait_span",
     "as_attributes",
     "current_tracer_provider",
+    "destination_attribute",
     "is_sensitive_key",
     "mark_error",
     "open_span",

@@ -1,7 +1,8 @@
 """The `pressroom` command: thin commands over `orchestrator.services`.
 
 `main(argv) -> int`; exceptions become exit codes in one place
-(`errors.exit_code_for`): 0 ok, 2 bad input, 3 not found, 4 refused.
+(`errors.exit_code_for`): 0 ok, 2 bad input, 3 not found, 4 refused (also
+when the work a command drove inline ended `failed` or `effect-unknown`).
 `--json` prints exactly one JSON object on stdout.
 """
 
@@ -10,15 +11,22 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from orchestrator import services
-from orchestrator.app import App
-from orchestrator.config import Settings
-from orchestrator.entrypoints import render
+from orchestrator.entrypoints.lazy import lazy_module
+from orchestrator.entrypoints.outcome import check as check_outcome
 from orchestrator.errors import EXIT_BAD_INPUT, PressroomError, exit_code_for
+
+if TYPE_CHECKING:
+    from orchestrator import services
+    from orchestrator.app import App
+    from orchestrator.entrypoints import render
+else:
+    # Loaded on first use: `--help` needs neither the database nor the tracing stack.
+    services = lazy_module("orchestrator.services")
+    render = lazy_module("orchestrator.entrypoints.render")
 
 
 class Ctx:
@@ -28,6 +36,7 @@ class Ctx:
     def app(self, service: str = "pressroom-cli") -> App:
         if self._app is None:
             from orchestrator.bootstrap import build_app
+            from orchestrator.config import Settings
             from orchestrator.observability import start_tracing
 
             settings = Settings()
@@ -67,6 +76,7 @@ def submit(ctx: Ctx, brief: str, corpus: str, dests: tuple[str, ...], actor: str
     """Start a saga: research, write and review a brief."""
     out = services.submit(ctx.app(), brief=brief, corpus=corpus, destinations=list(dests), actor=actor)
     emit(out, as_json, render.status)
+    check_outcome(out)
 
 
 @cli.command()
@@ -96,7 +106,8 @@ def show(ctx: Ctx, saga_id: str, number: int | None, as_json: bool) -> None:
 @pass_ctx
 def diff(ctx: Ctx, saga_id: str, n: int, m: int) -> None:
     """Unified diff between versions N and M."""
-    click.echo(services.diff(ctx.app(), saga_id, n, m), nl=False)
+    text = services.diff(ctx.app(), saga_id, n, m)
+    click.echo(text or f"versions {n} and {m} are identical\n", nl=False)
 
 
 @cli.command()
@@ -110,6 +121,7 @@ def approve(ctx: Ctx, saga_id: str, number: int, actor: str, expires_in: str | N
     """Approve one exact version for the saga's destinations, once."""
     out = services.approve(ctx.app(), saga_id, version=number, actor=actor, expires_in=expires_in)
     emit(out, as_json, render.approval)
+    check_outcome(out)
 
 
 @cli.command()
@@ -120,7 +132,9 @@ def approve(ctx: Ctx, saga_id: str, number: int, actor: str, expires_in: str | N
 @pass_ctx
 def reject(ctx: Ctx, saga_id: str, actor: str, reason: str, as_json: bool) -> None:
     """Send the saga back to the writer with your reason."""
-    emit(services.reject(ctx.app(), saga_id, actor=actor, reason=reason), as_json, render.status)
+    out = services.reject(ctx.app(), saga_id, actor=actor, reason=reason)
+    emit(out, as_json, render.status)
+    check_outcome(out)
 
 
 @cli.command()
@@ -131,7 +145,9 @@ def reject(ctx: Ctx, saga_id: str, actor: str, reason: str, as_json: bool) -> No
 @pass_ctx
 def edit(ctx: Ctx, saga_id: str, path: str, actor: str, as_json: bool) -> None:
     """Make a new version from a file; earlier approvals are void."""
-    emit(services.edit(ctx.app(), saga_id, path=path, actor=actor), as_json, render.status)
+    out = services.edit(ctx.app(), saga_id, path=path, actor=actor)
+    emit(out, as_json, render.status)
+    check_outcome(out)
 
 
 @cli.command()
@@ -141,7 +157,9 @@ def edit(ctx: Ctx, saga_id: str, path: str, actor: str, as_json: bool) -> None:
 @pass_ctx
 def cancel(ctx: Ctx, saga_id: str, actor: str, as_json: bool) -> None:
     """Cancel a saga, compensating anything it published."""
-    emit(services.cancel(ctx.app(), saga_id, actor=actor), as_json, render.status)
+    out = services.cancel(ctx.app(), saga_id, actor=actor)
+    emit(out, as_json, render.status)
+    check_outcome(out)
 
 
 @cli.command()
@@ -160,6 +178,7 @@ def reconcile(
         ctx.app(), saga_id, destination=destination, outcome=outcome, actor=actor, reason=reason
     )
     emit(out, as_json, render.status)
+    check_outcome(out)
 
 
 @cli.command()

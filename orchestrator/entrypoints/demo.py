@@ -10,6 +10,7 @@ shown; then it publishes to a static site folder.
 from __future__ import annotations
 
 import queue
+import shlex
 import sys
 import threading
 import time
@@ -17,12 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markdown import Markdown
+from rich.markup import escape
 from rich.table import Table
 
 from orchestrator import services
 from orchestrator.app import App
 from orchestrator.bootstrap import build_app
 from orchestrator.config import Settings, environ_snapshot
+from orchestrator.entrypoints.render import plural
 from orchestrator.errors import PressroomError
 from outbox.broker import InlineBroker
 
@@ -31,6 +35,7 @@ DEFAULT_BRIEF = "the history and services of the Millbrook public library networ
 FINAL = {"succeeded", "failed", "cancelled", "effect-unknown"}
 
 console = Console(highlight=False)
+console.soft_wrap = not console.is_terminal  # piped: command lines stay whole, never wrapped
 
 
 def _workers(app: App, stop: threading.Event, count: int = 4) -> list[threading.Thread]:
@@ -91,15 +96,21 @@ def _describe(event: dict[str, Any]) -> str | None:
 def _show(app: App, saga_id: str) -> dict[str, Any]:
     version = services.show(app, saga_id)
     console.rule(f"v{version['version']} · {version['title']}")
-    console.print(f"digest  {version['version_digest']}")
+    console.print(f"digest  {version['version_digest']}  by {escape(str(version['author']))}")
+    # The approver reads what they approve: the document itself, then its evidence and review.
+    console.print(Markdown(version["markdown"]))
     table = Table("marker", "source", "quote", box=None, pad_edge=False)
     for c in version["citations"]:
         table.add_row(c["marker"], c["source"], c["quote"][:90])
     console.print(table)
     review = version.get("review") or {}
+    findings = review.get("findings", [])
     console.print(
-        f"automated review: [bold]{review.get('verdict')}[/bold], {len(review.get('findings', []))} findings"
+        f"automated review: [bold]{escape(str(review.get('verdict')))}[/bold], "
+        f"{plural(len(findings), 'finding')}"
     )
+    for f in findings:
+        console.print(f"  - {f.get('rule')} at {f.get('location')}: {f.get('message')}", markup=False)
     for flagged in version.get("suspicious_sources", []):
         console.print(f"[yellow]flagged and kept out:[/yellow] {flagged['source']}", markup=True)
         for reason in flagged["reasons"][:3]:
@@ -150,9 +161,8 @@ def run_demo(*, workdir: str, approve_as: str | None, brief: str | None) -> int:
         name = approve_as or _ask(version)
         if not name:
             console.print(
-                f"Not approved. To approve later:\n  PRESSROOM_DATABASE_URL=sqlite:///{work / 'pressroom.db'} "
-                f"PRESSROOM_SECRET_FILE={work / 'secret'} pressroom approve {saga_id} "
-                f"--version {version['version']} --as NAME",
+                "Not approved. To approve later:\n  "
+                + _command(work, "approve", saga_id, "--version", str(version["version"]), "--as", "NAME"),
                 markup=False,
             )
             return 0
@@ -166,13 +176,26 @@ def run_demo(*, workdir: str, approve_as: str | None, brief: str | None) -> int:
             return 1
         receipt = status["destinations"][0]["receipt"]
         console.print(f"[green]published[/green] {receipt['path']}")
-        console.print(f"open {site / 'index.html'}; trace: pressroom trace {saga_id} (same env as above)")
+        console.print(f"open {site / 'index.html'}", markup=False)
+        console.print(
+            "trace: " + _command(work, "trace", saga_id, "--spans", str(work / "spans.jsonl")), markup=False
+        )
         return 0
     except PressroomError as exc:
         console.print(f"[red]error:[/red] {exc}")
         return exc.exit_code
     finally:
         stop.set()
+
+
+def _command(work: Path, *args: str) -> str:
+    """A command line that works from any folder: the demo's database and key named in full."""
+    exe = Path(sys.argv[0]).resolve() if Path(sys.argv[0]).name == "pressroom" else Path("pressroom")
+    database = shlex.quote(f"sqlite:///{work / 'pressroom.db'}")
+    secret = shlex.quote(str(work / "secret"))
+    return f"PRESSROOM_DATABASE_URL={database} PRESSROOM_SECRET_FILE={secret} " + shlex.join(
+        [str(exe), *args]
+    )
 
 
 def _ask(version: dict[str, Any]) -> str:

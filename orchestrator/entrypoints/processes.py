@@ -8,7 +8,6 @@ from typing import Any
 
 import click
 
-from orchestrator.config import Settings
 from orchestrator.errors import InvalidInput
 from orchestrator.routing import QUEUES
 
@@ -44,6 +43,8 @@ def register(cli: click.Group, pass_ctx: Any) -> None:
     @click.option("--loglevel", default="INFO", show_default=True)
     def worker(queues: str, concurrency: int, pool: str, loglevel: str) -> None:
         """A Celery worker for role queues (needs PRESSROOM_BROKER_URL)."""
+        from orchestrator.config import Settings
+
         names = _queues(queues)
         settings = Settings()
         if not settings.broker_url.startswith(("redis", "rediss", "amqp", "pyamqp")):

@@ -103,6 +103,7 @@ class Harness:
             times = EventTimes(proposed_at=self._clock())
             with spans.phase(names.PROPOSAL, attrs):
                 prepared = self._prepare(proposal, caller, times, attrs)
+                spans.annotate(attrs)  # risk, key and destination, known once the arguments parse
             if isinstance(prepared, ToolResult):
                 return prepared
             spans.annotate(attrs)
@@ -127,12 +128,25 @@ class Harness:
         key = spec.key(model) if spec.key is not None else None
         if key:
             attrs[names.ATTR_IDEMPOTENCY_KEY] = key
+        destination = spans.destination_attribute(getattr(model, "destination", None))
+        if destination:
+            attrs[names.ATTR_DESTINATION] = destination
         # The digest covers the validated arguments, defaults included, so the
         # same call spelled two ways is the same call.
         digest = args_digest(model.model_dump(mode="json"))
         return _Call(spec, proposal, caller, args, model, digest, key, times, attrs)
 
     def _authorize_and_run(self, c: _Call) -> ToolResult:
+        outcome = self._authorize(c)
+        if outcome is None:
+            # Authorized and closed: a read's send and ack are siblings of its authorization, as a write's are.
+            return self._run_read_only(c)
+        if isinstance(outcome, ToolResult):
+            return outcome
+        return self._execute(c, outcome)
+
+    def _authorize(self, c: _Call) -> ToolResult | str | None:
+        """The authorization phase: a result that ends the call, the intent id of a write, or None for a read."""
         with spans.phase(names.AUTHORIZATION, c.attrs):
             c.times.authorized_at = self._clock()
             scope = self._approval_scope(c)
@@ -174,7 +188,7 @@ class Harness:
                 if settled is not None:
                     return settled
             if c.spec.risk is Risk.READ_ONLY:
-                return self._run_read_only(c)
+                return None
             try:
                 intent_id = self.store.begin_effect(
                     saga_id=c.caller.saga_id,
@@ -202,7 +216,7 @@ class Harness:
                 return self._refuse(c.proposal, c.caller, c.times, str(exc))
             except PressroomError as exc:  # a pre-execute check said no: nothing pending, nothing sent
                 return self._refuse(c.proposal, c.caller, c.times, str(exc))
-        return self._execute(c, intent_id)
+        return intent_id
 
     # -- pieces of the path ------------------------------------------------
     def _approval_scope(self, c: _Call) -> tuple[str, str, str] | None:

@@ -22,6 +22,8 @@ class PublishedVersion(BaseModel):
     title: str
     slug: str
     markdown: str
+    # Who approved this exact version (a git commit names them in a trailer).
+    approver: str | None = None
 
 
 class StatusAnswer(BaseModel):

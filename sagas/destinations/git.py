@@ -6,7 +6,8 @@
   folder inside another repository thus gets its own nested repository.)
 - Idempotency: each publish commit carries the trailer
   `Pressroom-Idempotency-Key: <key>`; before committing, history is searched
-  for it and a match answers with its receipt (`commit`, `path`, `key`).
+  for it and a match answers with its receipt (`commit`, `path`, `key`). The
+  commit also names its approver (`Pressroom-Approved-By: NAME`).
 - Status: the same history search: the newest commit naming the key decides,
   a publish commit is `applied`, a compensation commit (or none) is `absent`;
   a failing `git` is `unknown`.
@@ -48,6 +49,7 @@ from sagas.destinations.slugs import check_key, contained_path, slugify
 KEY_TRAILER = "Pressroom-Idempotency-Key"
 COMPENSATES_TRAILER = "Pressroom-Compensates"
 PATH_TRAILER = "Pressroom-Path"
+APPROVER_TRAILER = "Pressroom-Approved-By"
 IDENTITY = ("Pressroom", "pressroom@localhost")
 # Overrides for whatever the target repository's own config says (see the module docstring).
 SAFE_CONFIG = (
@@ -157,7 +159,8 @@ class GitDestination:
                 f"Pressroom-Saga: {_one_line(version.saga_id)}\n"
                 f"Pressroom-Version-Digest: {_one_line(version.version_digest)}\n"
                 f"{PATH_TRAILER}: {relpath}\n"
-                f"{KEY_TRAILER}: {key}\n"
+                + (f"{APPROVER_TRAILER}: {_one_line(version.approver)}\n" if version.approver else "")
+                + f"{KEY_TRAILER}: {key}\n"
             )
             commit_error: Exception | None = None
             try:

@@ -1,6 +1,7 @@
 """Destination URIs: parse them, refuse unknown ones with a hint, open adapters.
 
-A new destination is one module plus one line in `_KINDS`. Each kind is a
+A new destination is one module plus one line in `_KINDS` (its module loads
+on first use). Each kind is a
 class with a `form` (how its URI is written, shown in hints), a
 `check_target(target)` that raises `InvalidInput`, and an
 `open(target, *, uri, timeout)` that builds the adapter. Parsing does no I/O.
@@ -16,16 +17,13 @@ from __future__ import annotations
 
 import os
 import unicodedata
+from importlib import import_module
 from pathlib import PurePosixPath
-from typing import ClassVar, Protocol
+from typing import ClassVar, Protocol, cast
 
 from orchestrator.errors import InvalidInput
 from sagas.destinations.base import Destination
-from sagas.destinations.git import GitDestination
-from sagas.destinations.memory import MemoryDestination
-from sagas.destinations.site import SiteDestination
 from sagas.destinations.slugs import check_key, contained_path, slugify
-from sagas.destinations.webhook import WebhookDestination
 
 
 class DestinationKind(Protocol):
@@ -40,17 +38,27 @@ class DestinationKind(Protocol):
     def open(cls, target: str, *, uri: str, timeout: float) -> Destination: ...
 
 
-_KINDS: dict[str, type[DestinationKind]] = {
-    "site": SiteDestination,
-    "git": GitDestination,
-    "webhook": WebhookDestination,
-    "memory": MemoryDestination,
+# scheme -> (module, class): an adapter's module (and its HTTP or markdown stack)
+# loads when a URI of its scheme is first parsed or opened, not with the registry.
+_KINDS: dict[str, tuple[str, str]] = {
+    "site": ("sagas.destinations.site", "SiteDestination"),
+    "git": ("sagas.destinations.git", "GitDestination"),
+    "webhook": ("sagas.destinations.webhook", "WebhookDestination"),
+    "memory": ("sagas.destinations.memory", "MemoryDestination"),
 }
+
+
+def _kind(scheme: str) -> type[DestinationKind] | None:
+    entry = _KINDS.get(scheme)
+    if entry is None:
+        return None
+    module, name = entry
+    return cast(type[DestinationKind], getattr(import_module(module), name))
 
 
 def known_forms() -> list[str]:
     """How each known destination URI is written, e.g. `site:PATH`."""
-    return [kind.form for kind in _KINDS.values()]
+    return [kind.form for kind in map(_kind, _KINDS) if kind is not None]
 
 
 def _hint() -> str:
@@ -62,7 +70,7 @@ def parse_destination(uri: str) -> tuple[str, str]:
     scheme, sep, target = uri.partition(":")
     if not sep or not scheme:
         raise InvalidInput(f"destination {uri!r} has no scheme; {_hint()}", uri=uri)
-    kind = _KINDS.get(scheme)
+    kind = _kind(scheme)
     if kind is None:
         raise InvalidInput(f"unknown destination scheme {scheme!r} in {uri!r}; {_hint()}", uri=uri)
     if not target.strip():
@@ -102,7 +110,9 @@ def open_destination(uri: str, *, timeout: float) -> Destination:
     if timeout <= 0:
         raise InvalidInput(f"destination timeout must be positive, got {timeout}", uri=uri)
     scheme, target = parse_destination(uri)
-    return _KINDS[scheme].open(target, uri=uri, timeout=timeout)
+    kind = _kind(scheme)
+    assert kind is not None  # parse_destination refused unknown schemes
+    return kind.open(target, uri=uri, timeout=timeout)
 
 
 __all__ = [

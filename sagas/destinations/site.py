@@ -2,8 +2,10 @@
 
 - URI: `site:PATH`; the folder is created if missing. Publishing writes
   `<slug>.md` (bytes identical to the version's markdown, so its sha256 is
-  the version digest), `<slug>.html` (rendered, raw HTML escaped) and
-  `index.html` (every page this destination lists). Each write goes to a temp
+  the version digest), `<slug>.html` (rendered by `site_render`: raw HTML
+  escaped, citation markers linked to the Sources footnotes), `index.html`
+  (every page this destination lists, rewritten on publish and compensation)
+  and, once, `style.css`. Each write goes to a temp
   file in the same folder, is fsynced, then `os.replace`d.
 - Idempotency: a receipt per key, `PATH/.pressroom/receipts/<key>.json`,
   written last. A key with a receipt answers with it and writes nothing.
@@ -26,14 +28,11 @@ write; otherwise the publish is `NotApplied` and nothing is written.
 from __future__ import annotations
 
 import hashlib
-import html
 import os
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, ClassVar
-
-from markdown_it import MarkdownIt
 
 from orchestrator.errors import InvalidInput, MaybeApplied, NotApplied
 from sagas.destinations.base import PublishedVersion, StatusAnswer
@@ -44,50 +43,8 @@ from sagas.destinations.files import (
     exclusive_lock,
     read_json,
 )
+from sagas.destinations.site_render import STYLESHEET, STYLESHEET_NAME, render_index, render_page
 from sagas.destinations.slugs import check_key, contained_path, slugify
-
-_PAGE = """<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>{title}</title>
-</head>
-<body>
-<nav><a href="index.html">All pages</a></nav>
-<main>
-{body}</main>
-</body>
-</html>
-"""
-
-_INDEX = """<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>Published pages</title>
-</head>
-<body>
-<h1>Published pages</h1>
-<ul>
-{items}</ul>
-</body>
-</html>
-"""
-
-
-def render_page(title: str, markdown: str) -> str:
-    """The HTML page for one version; markdown's raw HTML is escaped, not passed through."""
-    body = MarkdownIt("commonmark", {"html": False}).render(markdown)
-    return _PAGE.format(title=html.escape(title), body=body)
-
-
-def render_index(pages: dict[str, str]) -> str:
-    """The index listing `pages` (slug -> title), sorted by title."""
-    items = "".join(
-        f'<li><a href="{html.escape(slug)}.html">{html.escape(title)}</a></li>\n'
-        for slug, title in sorted(pages.items(), key=lambda item: (item[1].casefold(), item[0]))
-    )
-    return _INDEX.format(items=items)
 
 
 class SiteDestination:
@@ -211,6 +168,9 @@ class SiteDestination:
     def _write_pages(self, pages: dict[str, str]) -> None:
         atomic_write_json(self._meta / "pages.json", pages)
         atomic_write(contained_path(self.folder, "index.html"), render_index(pages).encode("utf-8"))
+        stylesheet = contained_path(self.folder, STYLESHEET_NAME)
+        if not stylesheet.exists():  # written once; a site's own edits to it are kept
+            atomic_write(stylesheet, STYLESHEET.encode("utf-8"))
 
     def _save_previous(self, key: str, slug: str, sha: str) -> None:
         """Keep what the page was before this key touched it; the first save wins."""

@@ -20,6 +20,8 @@ PURE = [
     "orchestrator.routing",
     "roles.artifacts",
     "roles.injection",
+    "roles.sentences",
+    "orchestrator.entrypoints.outcome",
 ]
 FORBIDDEN = ["sqlalchemy", "sqlmodel", "psycopg", "celery", "kombu", "redis", "httpx", "opentelemetry.sdk", "sqlite3"]
 

@@ -243,11 +243,14 @@ def test_a_draft_without_citations_never_passes(corpus: Path) -> None:
 def test_warnings_alone_still_pass(corpus: Path) -> None:
     _, draft = _pipeline(corpus)
     first = draft.citations[0]
-    markdown = draft.markdown.replace(" ".join(first.quote.split()), "A paraphrase of the first source.", 1)
+    # A paraphrase its quote still backs (the same words, one left out): only the warning remains.
+    words = " ".join(first.quote.split()).split(" ")
+    paraphrase = " ".join(words[:1] + words[2:])
+    markdown = draft.markdown.replace(" ".join(first.quote.split()), paraphrase, 1)
 
     report = _review(corpus, markdown, draft.citations)
 
-    assert report.verdict == "pass"
+    assert report.verdict == "pass", report.findings
     assert [(f.rule, f.severity) for f in report.findings] == [("quote-not-in-text", "warning")]
 
 
@@ -291,3 +294,45 @@ def test_parse_blocks_numbers_each_kind() -> None:
         ("reference", 1, "- [1] a.md"),
         ("reference", 2, "- [2] b.md"),
     ]
+
+
+def test_an_unbacked_sentence_inside_a_cited_paragraph_is_flagged(corpus: Path) -> None:
+    _, draft = _pipeline(corpus)
+    first = draft.citations[0]
+    quote = " ".join(first.quote.split())
+    uncited = draft.markdown.replace(f"{quote} {first.marker}", f"{quote} {first.marker} The library owns ten million robots.", 1)
+    wrongly_cited = draft.markdown.replace(
+        f"{quote} {first.marker}", f"{quote} The library owns ten million robots. {first.marker}", 1
+    )
+
+    flagged = _review(corpus, uncited, draft.citations)
+    misattributed = _review(corpus, wrongly_cited, draft.citations)
+
+    assert flagged.verdict == "changes_requested"
+    assert ("uncited-sentence", "paragraph 1 sentence 2") in _rules(flagged)
+    assert "ten million robots" in next(f.message for f in flagged.findings if f.rule == "uncited-sentence")
+    assert misattributed.verdict == "changes_requested"
+    assert ("unsupported-sentence", "paragraph 1 sentence 2") in _rules(misattributed)
+
+
+def test_a_sentence_its_quote_does_not_back_is_unsupported(corpus: Path) -> None:
+    _, draft = _pipeline(corpus)
+    first = draft.citations[0]
+    quote = " ".join(first.quote.split())
+    markdown = draft.markdown.replace(f"{quote} {first.marker}", f"The library owns ten million robots. {first.marker}", 1)
+
+    report = _review(corpus, markdown, draft.citations)
+
+    assert ("unsupported-sentence", "paragraph 1 sentence 1") in _rules(report)
+
+
+def test_headings_questions_and_the_sources_list_need_no_citation(corpus: Path) -> None:
+    _, draft = _pipeline(corpus)
+    markdown = draft.markdown.replace("\n## ", "\n## What did the robots do next\n\n## ", 1)
+    first = draft.citations[0]
+    quote = " ".join(first.quote.split())
+    markdown = markdown.replace(f"{quote} {first.marker}", f"Why does it matter? {quote} {first.marker}", 1)
+
+    report = _review(corpus, markdown, draft.citations)
+
+    assert report.verdict == "pass", report.findings

@@ -147,3 +147,27 @@ def test_spans_for_saga_keeps_whole_traces() -> None:
     sibling = span("send", "02", "01", 0, 1)
     other = span("action y", "03", None, 0, 1, trace_id="c" * 32, attributes={names.ATTR_SAGA_ID: "s-2"})
     assert spans_for_saga([mine, sibling, other], "s-1") == [mine, sibling]
+
+
+def test_span_tree_shows_start_offsets_and_queue_waits() -> None:
+    message = {names.MESSAGING_MESSAGE_ID: "m-1"}
+    spans = [
+        span("create publisher", "01", None, 1_000_000, 2_000_000,
+             attributes={**message, names.MESSAGING_OPERATION_TYPE: names.OP_CREATE}),
+        span("send publisher", "02", "01", 3_000_000, 4_000_000,
+             attributes={**message, names.MESSAGING_OPERATION_TYPE: names.OP_SEND}),
+        span("process publisher", "03", "01", 29_000_000, 40_000_000,
+             attributes={**message, names.MESSAGING_OPERATION_TYPE: names.OP_PROCESS}),
+        span("process reviewer", "04", "01", 45_000_000, 46_000_000,
+             attributes={names.MESSAGING_MESSAGE_ID: "m-2", names.MESSAGING_OPERATION_TYPE: names.OP_PROCESS}),
+    ]
+    console = Console(record=True, width=160)
+    render_waterfall([], spans=spans, console=console)
+    lines = console.export_text().splitlines()
+    create = next(line for line in lines if "create publisher" in line)
+    process = next(line for line in lines if "process publisher" in line)
+    orphan = next(line for line in lines if "process reviewer" in line)
+    assert "+0.0 ms" in create and "1.0 ms" in create
+    assert "+28.0 ms" in process and "11.0 ms" in process
+    assert "queue wait 25.0 ms" in process  # from the end of its send to the start of its process
+    assert "+44.0 ms" in orphan and "queue wait" not in orphan  # its send is not in the file

@@ -195,3 +195,12 @@ def test_to_ns_is_exact_and_treats_naive_as_utc() -> None:
     moment = datetime(2025, 1, 2, 3, 4, 5, 678901)
     assert spans.to_ns(moment) == spans.to_ns(moment.replace(tzinfo=UTC))
     assert spans.to_ns(moment) % 1_000_000_000 == 678_901_000
+
+
+def test_destination_attribute_drops_credentials_and_queries() -> None:
+    assert spans.destination_attribute("webhook:https://u:pw@hooks.example:8443/in?token=x#f") == (
+        "webhook:https://hooks.example:8443/in"
+    )
+    assert spans.destination_attribute("site:/srv/site") == "site:/srv/site"
+    assert spans.destination_attribute("webhook:http://host:notaport/x") == "webhook:http://host/x"
+    assert spans.destination_attribute(None) is None
