@@ -32,7 +32,7 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 def test_a_persons_edit_is_never_overwritten(tmp_path: Path, corpus: Path, db_url: str) -> None:
     cli = _cli(tmp_path, db_url)
-    sid = _submit(cli, corpus, "memory:edit-stands")
+    sid = _submit(cli, corpus, f"site:{cli.cwd / 'edit-stands'}")
     v1 = cli.json("show", sid)["markdown"]
     v2 = tmp_path / "v2.md"
     # The robot sentence sits inside the cited lede paragraph: the sentence-level review flags it.
@@ -47,7 +47,9 @@ def test_a_persons_edit_is_never_overwritten(tmp_path: Path, corpus: Path, db_ur
     assert shown["review"]["verdict"] == "changes_requested"
     human = cli.run("status", sid)
     assert human.returncode == 0 and "changes_requested" in human.stdout
-    assert "uncited-sentence at paragraph 1 sentence 3" in human.stdout and "ten million robots" in human.stdout
+    assert (
+        "uncited-sentence at paragraph 1 sentence 3" in human.stdout and "ten million robots" in human.stdout
+    )
     events = cli.json("history", sid)["events"]
     assert not any(e["tool"] == "draft.write" and e["created_at"] > edited["updated_at"] for e in events)
     # The person may edit again; the fixed text passes and is still theirs.
@@ -80,8 +82,11 @@ def test_approve_exits_4_when_the_effect_is_unknown_and_reconcile_tells_the_end(
     from tests.support.webhook_server import WebhookServer
 
     cli = Cli(
-        base_env(PRESSROOM_DATABASE_URL=sqlite_url, PRESSROOM_BROKER_URL="inline://",
-                 PRESSROOM_DESTINATION_TIMEOUT="1"),
+        base_env(
+            PRESSROOM_DATABASE_URL=sqlite_url,
+            PRESSROOM_BROKER_URL="inline://",
+            PRESSROOM_DESTINATION_TIMEOUT="1",
+        ),
         tmp_path,
     )
     with WebhookServer("drop", status=False) as hook:
@@ -90,8 +95,19 @@ def test_approve_exits_4_when_the_effect_is_unknown_and_reconcile_tells_the_end(
         done = cli.run("approve", sid, "--version", "1", "--as", "erin")
         assert done.returncode == 4 and f"saga {sid} is effect-unknown" in done.stderr, done.stderr
         assert "saga is now effect-unknown" in done.stdout
-        settled = cli.run("reconcile", sid, "--dest", dest, "--outcome", "confirmed", "--as", "olga",
-                          "--reason", "seen on the receiver", "--json")
+        settled = cli.run(
+            "reconcile",
+            sid,
+            "--dest",
+            dest,
+            "--outcome",
+            "confirmed",
+            "--as",
+            "olga",
+            "--reason",
+            "seen on the receiver",
+            "--json",
+        )
     assert settled.returncode == 0, settled.stderr
     assert json.loads(settled.stdout)["state"] == "succeeded"
 
@@ -101,12 +117,16 @@ def test_trace_with_spans_keeps_to_the_saga(tmp_path: Path, corpus: Path, sqlite
 
     spans_file = tmp_path / "spans.jsonl"
     cli = Cli(
-        base_env(PRESSROOM_DATABASE_URL=sqlite_url, PRESSROOM_BROKER_URL="inline://",
-                 OTEL_TRACES_EXPORTER="file", PRESSROOM_TRACE_FILE=str(spans_file)),
+        base_env(
+            PRESSROOM_DATABASE_URL=sqlite_url,
+            PRESSROOM_BROKER_URL="inline://",
+            OTEL_TRACES_EXPORTER="file",
+            PRESSROOM_TRACE_FILE=str(spans_file),
+        ),
         tmp_path,
     )
-    first = _submit(cli, corpus, "memory:trace-a")
-    second = _submit(cli, corpus, "memory:trace-b")
+    first = _submit(cli, corpus, f"site:{cli.cwd / 'trace-a'}")
+    second = _submit(cli, corpus, f"site:{cli.cwd / 'trace-b'}")
     spans = read_span_file(spans_file)
     traces = {
         sid: {s["trace_id"] for s in spans if s["attributes"].get("pressroom.saga.id") == sid}
