@@ -30,7 +30,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import click
 from sqlmodel import Session, col, select
@@ -39,7 +39,6 @@ import roles
 from orchestrator import services
 from orchestrator.bootstrap import build_app
 from orchestrator.config import Settings
-from orchestrator.errors import NotFound
 from orchestrator.harness.approvals import ApprovalBinding, session_for
 from orchestrator.harness.capabilities import ROLE_CAPABILITIES
 from orchestrator.harness.checkpoints import AgentState
@@ -49,8 +48,8 @@ from orchestrator.harness.faults import Bench, Rig, call
 from orchestrator.harness.memory_store import MemoryHarnessStore
 from orchestrator.harness.spec import ToolCall, ToolStatus
 from orchestrator.store.db import dispose_all, make_engine, unit_of_work
-from orchestrator.store.harness_store import SqlHarnessStore, add_event, approval_row
-from orchestrator.store.tables import CheckpointRow, LedgerRow, SagaRow, utcnow
+from orchestrator.store.harness_store import SqlHarnessStore, approval_row
+from orchestrator.store.tables import CheckpointRow, SagaRow, utcnow
 from sagas.destinations.memory import memory_store
 
 SAMPLE_CORPUS = Path(roles.__file__).parent / "sample_corpus"
@@ -59,7 +58,7 @@ MALFORMED_COUNT = 240
 
 
 class SqlRig(SqlHarnessStore):
-    """`SqlHarnessStore` plus the seeding fault scenarios need: saga rows, approvals, reconcile."""
+    """`SqlHarnessStore` plus the seeding fault scenarios need: saga rows and approvals."""
 
     def add_saga(self, saga_id: str, *, run: int = 1, destinations: Sequence[str] = ()) -> str:
         with unit_of_work(self.engine) as uow:
@@ -88,34 +87,6 @@ class SqlRig(SqlHarnessStore):
         with unit_of_work(self.engine) as uow:
             uow.session.add(row)
         return row.id
-
-    def reconcile(
-        self,
-        key: str,
-        outcome: Literal["confirmed", "absent"],
-        receipt: dict[str, Any] | None = None,
-        *,
-        actor: str = "person",
-        reason: str = "reconciled",
-    ) -> None:
-        with unit_of_work(self.engine) as uow:
-            row = uow.session.get(LedgerRow, key, with_for_update=True)
-            if row is None:
-                raise NotFound(f"no ledger row {key}", key=key)
-            confirmed = outcome == "confirmed"
-            row.status = "done" if confirmed else "absent"
-            row.result = dict(receipt or {"reconciled_by": actor}) if confirmed else None
-            row.updated_at = utcnow()
-            uow.session.add(row)
-            add_event(
-                uow.session,
-                saga_id=row.saga_id,
-                actor=actor,
-                kind="reconcile",
-                status=outcome,
-                tool=row.tool,
-                detail={"key": key, "reason": reason, "outcome": outcome},
-            )
 
     def checkpoint_chain(self, saga_id: str | None) -> list[tuple[str, str, AgentState]]:
         with Session(self.engine) as s:
