@@ -48,9 +48,12 @@ from orchestrator.harness.faults import Bench, Rig, call
 from orchestrator.harness.memory_store import MemoryHarnessStore
 from orchestrator.harness.spec import ToolCall, ToolStatus
 from orchestrator.store.db import dispose_all, make_engine, unit_of_work
+from orchestrator.store.events import add_event
 from orchestrator.store.harness_store import SqlHarnessStore, approval_row
 from orchestrator.store.tables import CheckpointRow, SagaRow, utcnow
+from sagas import records
 from sagas.destinations.memory import memory_store
+from sagas.machine import SagaEvent, SagaState
 
 SAMPLE_CORPUS = Path(roles.__file__).parent / "sample_corpus"
 BRIEF = "Write a short history of the Millbrook public library network, its branches and the bookmobile."
@@ -61,19 +64,32 @@ class SqlRig(SqlHarnessStore):
     """`SqlHarnessStore` plus the seeding fault scenarios need: saga rows and approvals."""
 
     def add_saga(self, saga_id: str, *, run: int = 1, destinations: Sequence[str] = ()) -> str:
+        """An `executing` saga at version 1, reached (and recorded) as a real one is."""
+        saga = SagaRow(
+            id=saga_id,
+            brief="fault scenario",
+            corpus="",
+            destinations=list(destinations),
+            state=SagaState.PREPARING,
+            run=run,
+            created_by="fault-bench",
+        )
         with unit_of_work(self.engine) as uow:
-            uow.session.add(
-                SagaRow(
-                    id=saga_id,
-                    brief="fault scenario",
-                    corpus="",
-                    destinations=list(destinations),
-                    state="executing",
-                    head_version=1,
-                    run=run,
-                    created_by="fault-bench",
-                )
+            s = uow.session
+            s.add(saga)
+            s.flush()
+            add_event(s, saga_id=saga_id, actor="fault-bench", kind="saga", status="submitted")
+            records.add_version(
+                s,
+                saga,
+                title="fault scenario",
+                markdown="fault scenario",
+                author="fault-bench",
+                citations=[],
+                evidence_digest=None,
             )
+            for step in (SagaEvent.REVIEW_PASSED, SagaEvent.APPROVED, SagaEvent.EXECUTION_STARTED):
+                records.transition(s, saga, step, actor="fault-bench")
         return session_for(saga_id, run)
 
     def add_approval(
