@@ -113,7 +113,9 @@ def _checkpoint_chain(checkpoints: list[CheckpointRow], events: list[EventRow]) 
     if broken is not None:
         return [f"checkpoint chain: checkpoint {checkpoints[broken].seq}: its hash or link does not match"]
     intents = {e.event_id for e in events if e.kind == "intent"}
-    for c in checkpoints:
+    for c, (_, _, state) in zip(checkpoints, links, strict=True):
+        if (c.event_id, c.step) != (state.event_id, state.step):
+            return [f"checkpoint chain: checkpoint {c.seq}: its columns disagree with its hashed state"]
         if c.event_id not in intents:
             return [f"checkpoint chain: checkpoint {c.seq} names no intent event of the saga"]
     return []
