@@ -39,16 +39,13 @@ def _heads(session: Session) -> dict[str | None, str]:
     return heads
 
 
-def _link(session: Session, values: dict[str, Any]) -> None:
-    """Set `prev_hash` and `hash` on an event's values: the only place they are computed."""
-    saga_id = values.get("saga_id")
-    if saga_id is None:
-        values["prev_hash"] = GENESIS
-        values["hash"] = event_hash(GENESIS, values)
-        return
+def hold_chain(session: Session, saga_id: str) -> str:
+    """Lock the saga's chain for this transaction (the saga row, `FOR UPDATE`) and
+    return its head. A transaction that takes other row locks before writing
+    an event calls this first, so every writer locks the saga before the rest."""
     heads = _heads(session)
-    prev = heads.get(saga_id)
-    if prev is None:
+    head = heads.get(saga_id)
+    if head is None:
         with session.no_autoflush:
             # Held to the end of the transaction: the head cannot move under us.
             session.execute(select(SagaRow.id).where(col(SagaRow.id) == saga_id).with_for_update())
@@ -58,9 +55,18 @@ def _link(session: Session, values: dict[str, Any]) -> None:
                 .order_by(col(EventRow.seq).desc())
                 .limit(1)
             ).scalar()
-        prev = found or GENESIS
+        head = heads[saga_id] = found or GENESIS
+    return head
+
+
+def _link(session: Session, values: dict[str, Any]) -> None:
+    """Set `prev_hash` and `hash` on an event's values: the only place they are computed."""
+    saga_id = values.get("saga_id")
+    prev = GENESIS if saga_id is None else hold_chain(session, saga_id)
     values["prev_hash"] = prev
-    values["hash"] = heads[saga_id] = event_hash(prev, values)
+    values["hash"] = event_hash(prev, values)
+    if saga_id is not None:
+        _heads(session)[saga_id] = values["hash"]
 
 
 def add_event(session: Session, **fields: Any) -> EventRow:
@@ -99,4 +105,4 @@ def insert_event(
     return event_id
 
 
-__all__ = ["add_event", "insert_event"]
+__all__ = ["add_event", "hold_chain", "insert_event"]

@@ -23,7 +23,7 @@ from orchestrator.harness.checkpoints import GENESIS, AgentState, chain_hash
 from orchestrator.harness.ledger_status import RESTARTABLE, LedgerStatus
 from orchestrator.harness.ports import NO_READS, AuthorizationReads, EventTimes, LedgerView
 from orchestrator.store.db import UnitOfWork, unit_of_work
-from orchestrator.store.events import add_event, insert_event
+from orchestrator.store.events import add_event, hold_chain, insert_event
 from orchestrator.store.tables import (
     ApprovalRow,
     CheckpointRow,
@@ -195,6 +195,8 @@ class SqlHarnessStore:
     ) -> str:
         with unit_of_work(self.engine) as uow:
             s = uow.session
+            if event.get("saga_id") is not None:
+                hold_chain(s, event["saga_id"])  # the saga before the ledger row, as begin_effect locks them
             row = s.get(LedgerRow, key, with_for_update=True)
             if row is not None:
                 row.status = ledger_status
@@ -221,6 +223,9 @@ class SqlHarnessStore:
     ) -> None:
         with self._joined(within) as uow:
             s = uow.session
+            found = self.ledger_get(key) if within is None else None
+            if found is not None and found.saga_id is not None:
+                hold_chain(s, found.saga_id)  # the saga before the ledger row, as everywhere
             row = s.get(LedgerRow, key, with_for_update=True)
             if row is None:
                 raise NotFound(f"no ledger row {key}", key=key)
