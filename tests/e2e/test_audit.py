@@ -48,10 +48,8 @@ def db(request: pytest.FixtureRequest, sqlite_url: str) -> Iterator[tuple[Cli, S
 
 
 def published(cli: Cli, corpus: Path, tmp_path: Path) -> str:
-    sid: str = cli.json(
-        "submit", "--brief", "history of the library network", "--corpus", str(corpus),
-        "--dest", f"site:{tmp_path / 'site'}", "--as", "dana",
-    )["saga_id"]  # fmt: skip
+    args = ["--brief", "history of the library network", "--corpus", str(corpus), "--as", "dana"]
+    sid: str = cli.json("submit", *args, "--dest", f"site:{tmp_path / 'site'}")["saga_id"]
     assert cli.json("approve", sid, "--version", "1", "--as", "erin")["version"] == 1
     assert cli.json("status", sid)["state"] == "succeeded"
     return sid
