@@ -70,6 +70,7 @@ def test_concurrent_writers_of_one_saga_never_fork_its_chain(engine: Engine) -> 
                 with unit_of_work(engine) as uow:
                     add_event(uow.session, saga_id=saga_id, actor=f"w{n}", kind="note", status="a")
                     add_event(uow.session, saga_id=other, actor=f"w{n}", kind="note", status="a")
+                    add_event(uow.session, saga_id=saga_id, actor=f"w{n}", kind="note", status="a2")
                     insert_event(uow.session, saga_id=saga_id, actor=f"w{n}", kind="note", status="b", detail={})
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
@@ -81,7 +82,7 @@ def test_concurrent_writers_of_one_saga_never_fork_its_chain(engine: Engine) -> 
         t.join(timeout=120)
     assert errors == []
     rows = chain_of(engine, saga_id)
-    assert len(rows) == 1 + WRITERS * (EACH // 2) * 3
+    assert len(rows) == 1 + WRITERS * (EACH // 2) * 4
     assert_one_chain(rows)
     assert_one_chain(chain_of(engine, other))
 
