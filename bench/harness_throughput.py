@@ -200,7 +200,8 @@ def building_blocks(label: str, engine: Any, n: int = 300) -> list[list[object]]
     from sqlmodel import Session
 
     from orchestrator.store.db import unit_of_work
-    from orchestrator.store.tables import EventRow, SagaRow
+    from orchestrator.store.events import add_event
+    from orchestrator.store.tables import SagaRow
 
     def own_session() -> None:
         with Session(engine) as s:
@@ -208,7 +209,7 @@ def building_blocks(label: str, engine: Any, n: int = 300) -> list[list[object]]
 
     def commit_one() -> None:
         with unit_of_work(engine) as uow:
-            uow.session.add(EventRow(actor="bench", kind="bench", status="bench"))
+            add_event(uow.session, saga_id=None, actor="bench", kind="bench", status="bench")
 
     rows: list[list[object]] = []
     with Session(engine) as open_session:

@@ -14,13 +14,14 @@ from pydantic import BaseModel, ConfigDict
 from orchestrator.app import App
 from orchestrator.config import Settings
 from orchestrator.harness.engine import Harness
+from orchestrator.harness.ports import HarnessStore
 from orchestrator.harness.registry import Registry
 from orchestrator.harness.spec import Risk, ToolSpec
 from orchestrator.routing import DRAFT, PUBLISH, RESEARCH, REVIEW
 from orchestrator.saga_tools import saga_tools
 from orchestrator.store.db import UnitOfWork, make_engine
 from orchestrator.store.harness_store import SqlHarnessStore
-from orchestrator.store.tables import LedgerRow, WorkRow
+from orchestrator.store.tables import WorkRow
 from orchestrator.store.work import sweep_expired
 from outbox.broker import Broker, CeleryBroker, InlineBroker, NullBroker
 from outbox.relay import Relay
@@ -31,6 +32,8 @@ from sagas.destinations.registry import open_destination as open_real_destinatio
 from sagas.machine import SagaEvent, SagaState
 from sagas.publishing import PublishingTools
 from sagas.runner import publish_handler
+from sagas.step_records import set_step
+from sagas.step_states import StepState
 from telemetry.propagation import system_for_broker_url
 
 
@@ -124,7 +127,7 @@ def sweep_leases(app: App) -> int:
         app.resend(uow, work.task, work.payload, work.saga_id)
 
     def exhausted(uow: UnitOfWork, work: WorkRow) -> None:
-        give_up(uow, work, app.settings.max_attempts)
+        give_up(uow, work, app.settings.max_attempts, app.store)
 
     return sweep_expired(
         app.engine,
@@ -135,7 +138,7 @@ def sweep_leases(app: App) -> int:
     )
 
 
-def give_up(uow: UnitOfWork, work: WorkRow, attempts: int) -> None:
+def give_up(uow: UnitOfWork, work: WorkRow, attempts: int, store: HarnessStore) -> None:
     """Work that kept losing its lease: fail the saga with the reason, honestly."""
     s = uow.session
     saga = records.load_saga(s, work.saga_id, lock=True)
@@ -149,11 +152,9 @@ def give_up(uow: UnitOfWork, work: WorkRow, attempts: int) -> None:
         # result is uncertain; what happened is unknown until a person looks.
         records.transition(s, saga, SagaEvent.STEP_UNCERTAIN, actor="sweeper", reason=reason)
         for step in records.steps(s, saga.id):
-            ledger = s.get(LedgerRow, step.idempotency_key) if step.idempotency_key else None
-            if step.state != "done" and ledger is not None and ledger.status in ("pending", "uncertain"):
-                step.state = "uncertain"
-                ledger.status = "uncertain"
-                s.add_all([step, ledger])
+            key = step.idempotency_key
+            if step.state != StepState.DONE and key and store.mark_uncertain(key, within=uow):
+                set_step(s, step, StepState.UNCERTAIN, actor="sweeper")
 
 
 __all__ = ["DENIED_TOOLS", "build_app", "give_up", "make_broker", "sweep_leases"]

@@ -27,6 +27,8 @@ from sagas import effect_checks, records
 from sagas.destinations.base import Destination, PublishedVersion
 from sagas.destinations.registry import slugify
 from sagas.machine import SagaEvent, SagaState
+from sagas.step_records import set_step
+from sagas.step_states import StepState
 from telemetry import metrics
 
 DIGEST = r"^[0-9a-f]{64}$"
@@ -204,15 +206,13 @@ class PublishingTools:
                 saga_id=saga.id, uri=args.destination, position=saga.destinations.index(args.destination)
             )
             steps.append(step)
-        step.state = "done"
         step.receipt = result.output if isinstance(result.output, dict) else {"value": result.output}
         step.idempotency_key = publish_key(args)
         step.version_digest = args.version_digest
-        step.updated_at = utcnow()
-        s.add(step)
+        set_step(s, step, StepState.DONE, actor=ctx.actor)
         if saga.state == SagaState.APPROVED:
             records.transition(s, saga, SagaEvent.EXECUTION_STARTED, actor=ctx.actor)
-        done = {st.uri for st in steps if st.state == "done"}
+        done = {st.uri for st in steps if st.state == StepState.DONE}
         if saga.state == SagaState.EXECUTING and done >= set(saga.destinations):
             # Whoever acks the last destination (the publisher, or an MCP caller) ends the saga.
             records.transition(s, saga, SagaEvent.ALL_ACKED, actor=ctx.actor)
@@ -226,9 +226,7 @@ class PublishingTools:
         s = uow.session
         saga = records.load_saga(s, args.saga_id)
         step = _step(s, saga, args.destination)
-        step.state = "compensated"
-        step.updated_at = utcnow()
-        s.add(step)
+        set_step(s, step, StepState.COMPENSATED, actor=ctx.actor)
 
 
 def _saga_and_version(s: Session, args: PublishArgs) -> tuple[SagaRow, VersionRow]:

@@ -10,7 +10,7 @@ reverse order. Each writes an event naming the person and the reason.
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, Literal
 
 from sqlmodel import Session
 
@@ -21,12 +21,12 @@ from orchestrator.harness.engine import Caller
 from orchestrator.harness.spec import ToolCall, ToolStatus
 from orchestrator.routing import PUBLISH
 from orchestrator.store.db import unit_of_work
-from orchestrator.store.harness_store import add_event
-from orchestrator.store.tables import LedgerRow, utcnow
 from orchestrator.store.work import abandon_open_work
 from sagas import records
 from sagas.machine import SagaEvent, SagaState, apply
 from sagas.runner import compensate
+from sagas.step_records import set_step
+from sagas.step_states import StepState
 
 
 def reconcile_step(
@@ -38,7 +38,7 @@ def reconcile_step(
         step = next((st for st in records.steps(s, saga_id) if st.uri == destination), None)
         if step is None:
             raise InvalidInput(f"{destination} is not a destination of saga {saga_id}")
-        if step.state != "uncertain":
+        if step.state != StepState.UNCERTAIN:
             raise Refused(f"step {destination} is {step.state}, not uncertain")
         key, digest = step.idempotency_key, step.version_digest
     receipt: dict[str, Any] = {"reconciled_by": actor, "reason": reason}
@@ -60,26 +60,17 @@ def reconcile_step(
         s = uow.session
         saga = records.load_saga(s, saga_id, lock=True)
         step = next(st for st in records.steps(s, saga_id) if st.uri == destination)
-        if step.state != "uncertain":
+        if step.state != StepState.UNCERTAIN:
             raise Refused(f"step {destination} is {step.state}, not uncertain")
-        ledger = s.get(LedgerRow, key, with_for_update=True) if key else None
-        if ledger is not None:
-            ledger.status = "done" if outcome == "confirmed" else "absent"
-            ledger.result = receipt if outcome == "confirmed" else None
-            ledger.updated_at = utcnow()
-            s.add(ledger)
-        step.state = "done" if outcome == "confirmed" else "pending"
-        step.receipt = receipt if outcome == "confirmed" else None
-        step.updated_at = utcnow()
-        s.add(step)
-        add_event(
-            s,
-            saga_id=saga_id,
-            actor=actor,
-            kind="reconcile",
-            status=outcome,
-            detail={"destination": destination, "key": key, "reason": reason, "outcome": outcome},
-        )
+        if not key:
+            raise Refused(f"step {destination} has no idempotency key to reconcile")
+        # The ledger is the store's: its row and the `reconcile` event join this transaction.
+        detail = {"destination": destination}
+        settled: Literal["confirmed", "absent"] = "confirmed" if outcome == "confirmed" else "absent"
+        app.store.reconcile(key, settled, receipt, actor=actor, reason=reason, detail=detail, within=uow)
+        confirmed = outcome == "confirmed"
+        step.receipt = receipt if confirmed else None
+        set_step(s, step, StepState.DONE if confirmed else StepState.PENDING, actor=actor)
         records.transition(
             s, saga, SagaEvent.RECONCILED, actor=actor, reason=f"reconciled {outcome}: {reason}"
         )
@@ -100,7 +91,9 @@ def cancel_saga(app: App, saga_id: str, *, actor: str) -> None:
         apply(saga.state, SagaEvent.CANCELLED)
         state = saga.state
         head = records.head(s, saga)
-        to_undo = [st.uri for st in records.steps(s, saga_id) if st.state in ("done", "uncertain")]
+        to_undo = [
+            st.uri for st in records.steps(s, saga_id) if st.state in (StepState.DONE, StepState.UNCERTAIN)
+        ]
     left: list[str] = []
     if state == SagaState.EFFECT_UNKNOWN and head is not None:
         caller = Caller(actor=actor, capabilities=ROLE_CAPABILITIES["publisher"], saga_id=saga_id)

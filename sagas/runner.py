@@ -27,6 +27,8 @@ from orchestrator.store.work import renew_lease
 from outbox.messages import Handoff
 from sagas import records
 from sagas.machine import SagaEvent, SagaState
+from sagas.step_records import set_step
+from sagas.step_states import StepState
 from telemetry import metrics, names
 
 PUBLISHER = "publisher"
@@ -54,7 +56,8 @@ def start_execution(session: Session, saga: SagaRow, digest: str) -> list[StepRo
         if step is None:
             step = StepRow(saga_id=saga.id, uri=uri, position=position)
         if step.idempotency_key != key:
-            step.state, step.receipt, step.idempotency_key, step.version_digest = "pending", None, key, digest
+            step.receipt, step.idempotency_key, step.version_digest = None, key, digest
+            set_step(session, step, StepState.PENDING, actor=PUBLISHER)
         session.add(step)
     if saga.state == SagaState.APPROVED:
         records.transition(session, saga, SagaEvent.EXECUTION_STARTED, actor=PUBLISHER)
@@ -131,12 +134,10 @@ def compensate(app: App, caller: Caller, saga_id: str, uris: list[str], digest: 
     return left
 
 
-def _set_step(session: Session, saga_id: str, uri: str, state: str) -> None:
+def _set_step(session: Session, saga_id: str, uri: str, state: StepState) -> None:
     for step in records.steps(session, saga_id):
         if step.uri == uri:
-            step.state = state
-            step.updated_at = utcnow()
-            session.add(step)
+            set_step(session, step, state, actor=PUBLISHER)
 
 
 def _without_uri(uri: str, reason: str | None) -> str:
@@ -148,7 +149,7 @@ def _without_uri(uri: str, reason: str | None) -> str:
 def _finish_uncertain(saga_id: str, uri: str, result: ToolResult) -> Finalizer:
     def finalize(uow: UnitOfWork) -> None:
         saga = records.load_saga(uow.session, saga_id, lock=True)
-        _set_step(uow.session, saga_id, uri, "uncertain")
+        _set_step(uow.session, saga_id, uri, StepState.UNCERTAIN)
         if saga.state == SagaState.EXECUTING:
             records.transition(
                 uow.session,
@@ -166,7 +167,7 @@ def _finish_uncertain(saga_id: str, uri: str, result: ToolResult) -> Finalizer:
 def _finish_failed(saga_id: str, uri: str, result: ToolResult) -> Finalizer:
     def finalize(uow: UnitOfWork) -> None:
         saga = records.load_saga(uow.session, saga_id, lock=True)
-        _set_step(uow.session, saga_id, uri, "failed")
+        _set_step(uow.session, saga_id, uri, StepState.FAILED)
         if saga.state == SagaState.EXECUTING:
             records.transition(
                 uow.session,
@@ -185,7 +186,7 @@ def _finish_succeeded(saga_id: str) -> Finalizer:
     def finalize(uow: UnitOfWork) -> None:
         saga = records.load_saga(uow.session, saga_id, lock=True)
         if saga.state == SagaState.EXECUTING and all(
-            s.state == "done" for s in records.steps(uow.session, saga_id)
+            s.state == StepState.DONE for s in records.steps(uow.session, saga_id)
         ):
             records.transition(uow.session, saga, SagaEvent.ALL_ACKED, actor=PUBLISHER, reason=None)
             _record_duration(saga)

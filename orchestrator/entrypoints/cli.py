@@ -203,6 +203,10 @@ from orchestrator.entrypoints import processes  # noqa: E402  (registers worker,
 
 processes.register(cli, pass_ctx)
 
+from orchestrator.entrypoints import audit_cli  # noqa: E402  (registers `audit verify`)
+
+audit_cli.register(cli, pass_ctx)
+
 
 def _error(message: str) -> None:
     """One line on stderr, never wrapped: scripts grep it."""

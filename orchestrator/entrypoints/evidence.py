@@ -30,7 +30,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import click
 from sqlmodel import Session, col, select
@@ -39,7 +39,6 @@ import roles
 from orchestrator import services
 from orchestrator.bootstrap import build_app
 from orchestrator.config import Settings
-from orchestrator.errors import NotFound
 from orchestrator.harness.approvals import ApprovalBinding, session_for
 from orchestrator.harness.capabilities import ROLE_CAPABILITIES
 from orchestrator.harness.checkpoints import AgentState
@@ -49,9 +48,12 @@ from orchestrator.harness.faults import Bench, Rig, call
 from orchestrator.harness.memory_store import MemoryHarnessStore
 from orchestrator.harness.spec import ToolCall, ToolStatus
 from orchestrator.store.db import dispose_all, make_engine, unit_of_work
-from orchestrator.store.harness_store import SqlHarnessStore, add_event, approval_row
-from orchestrator.store.tables import CheckpointRow, LedgerRow, SagaRow, utcnow
+from orchestrator.store.events import add_event
+from orchestrator.store.harness_store import SqlHarnessStore, approval_row
+from orchestrator.store.tables import CheckpointRow, SagaRow, utcnow
+from sagas import records
 from sagas.destinations.memory import memory_store
+from sagas.machine import SagaEvent, SagaState
 
 SAMPLE_CORPUS = Path(roles.__file__).parent / "sample_corpus"
 BRIEF = "Write a short history of the Millbrook public library network, its branches and the bookmobile."
@@ -59,22 +61,35 @@ MALFORMED_COUNT = 240
 
 
 class SqlRig(SqlHarnessStore):
-    """`SqlHarnessStore` plus the seeding fault scenarios need: saga rows, approvals, reconcile."""
+    """`SqlHarnessStore` plus the seeding fault scenarios need: saga rows and approvals."""
 
     def add_saga(self, saga_id: str, *, run: int = 1, destinations: Sequence[str] = ()) -> str:
+        """An `executing` saga at version 1, reached (and recorded) as a real one is."""
+        saga = SagaRow(
+            id=saga_id,
+            brief="fault scenario",
+            corpus="",
+            destinations=list(destinations),
+            state=SagaState.PREPARING,
+            run=run,
+            created_by="fault-bench",
+        )
         with unit_of_work(self.engine) as uow:
-            uow.session.add(
-                SagaRow(
-                    id=saga_id,
-                    brief="fault scenario",
-                    corpus="",
-                    destinations=list(destinations),
-                    state="executing",
-                    head_version=1,
-                    run=run,
-                    created_by="fault-bench",
-                )
+            s = uow.session
+            s.add(saga)
+            s.flush()
+            add_event(s, saga_id=saga_id, actor="fault-bench", kind="saga", status="submitted")
+            records.add_version(
+                s,
+                saga,
+                title="fault scenario",
+                markdown="fault scenario",
+                author="fault-bench",
+                citations=[],
+                evidence_digest=None,
             )
+            for step in (SagaEvent.REVIEW_PASSED, SagaEvent.APPROVED, SagaEvent.EXECUTION_STARTED):
+                records.transition(s, saga, step, actor="fault-bench")
         return session_for(saga_id, run)
 
     def add_approval(
@@ -88,34 +103,6 @@ class SqlRig(SqlHarnessStore):
         with unit_of_work(self.engine) as uow:
             uow.session.add(row)
         return row.id
-
-    def reconcile(
-        self,
-        key: str,
-        outcome: Literal["confirmed", "absent"],
-        receipt: dict[str, Any] | None = None,
-        *,
-        actor: str = "person",
-        reason: str = "reconciled",
-    ) -> None:
-        with unit_of_work(self.engine) as uow:
-            row = uow.session.get(LedgerRow, key, with_for_update=True)
-            if row is None:
-                raise NotFound(f"no ledger row {key}", key=key)
-            confirmed = outcome == "confirmed"
-            row.status = "done" if confirmed else "absent"
-            row.result = dict(receipt or {"reconciled_by": actor}) if confirmed else None
-            row.updated_at = utcnow()
-            uow.session.add(row)
-            add_event(
-                uow.session,
-                saga_id=row.saga_id,
-                actor=actor,
-                kind="reconcile",
-                status=outcome,
-                tool=row.tool,
-                detail={"key": key, "reason": reason, "outcome": outcome},
-            )
 
     def checkpoint_chain(self, saga_id: str | None) -> list[tuple[str, str, AgentState]]:
         with Session(self.engine) as s:

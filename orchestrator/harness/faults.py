@@ -14,8 +14,8 @@ retried on a timeout, re-run after a crash, handed whatever arguments arrived.
 Scenarios run it beside the harness to show the failure the harness prevents.
 
 A `Rig` is a `HarnessStore` plus what the saga tables and people would have
-done: make a saga, store an approval, reconcile a key, read the checkpoint
-chain. `MemoryHarnessStore` is one; `orchestrator.entrypoints.evidence.SqlRig`
+done: make a saga, store an approval, read the checkpoint chain (a person's
+reconcile is the store's own, as in production). `MemoryHarnessStore` is one; `orchestrator.entrypoints.evidence.SqlRig`
 is another over `SqlHarnessStore`. No I/O beyond the rig's store.
 """
 
@@ -76,16 +76,6 @@ class Rig(HarnessStore, Protocol):
     def add_approval(
         self, binding: ApprovalBinding, token: str, *, consumed_by: str | None = None, voided: bool = False
     ) -> str: ...
-
-    def reconcile(
-        self,
-        key: str,
-        outcome: Literal["confirmed", "absent"],
-        receipt: dict[str, Any] | None = None,
-        *,
-        actor: str = "person",
-        reason: str = "reconciled",
-    ) -> None: ...
 
     def checkpoint_chain(self, saga_id: str | None) -> list[tuple[str, str, AgentState]]: ...
 

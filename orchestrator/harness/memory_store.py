@@ -32,10 +32,8 @@ from typing import Any, Literal
 from orchestrator.errors import ApprovalRefused, IdempotencyConflict, NotFound
 from orchestrator.harness.approvals import ApprovalBinding, ApprovalView, mint, session_for
 from orchestrator.harness.checkpoints import GENESIS, AgentState, chain_hash
+from orchestrator.harness.ledger_status import RESTARTABLE, LedgerStatus
 from orchestrator.harness.ports import AuthorizationReads, EventTimes, LedgerView
-
-# Ledger statuses a new attempt may start from (the rest are settled or conflicting).
-_RESTARTABLE = frozenset({"failed", "absent", "pending"})
 
 
 def _utcnow() -> datetime:
@@ -287,7 +285,7 @@ class MemoryHarnessStore:
                     result=dict(result) if result is not None else None,
                     event_id=added.event_id,
                 )
-            if hook is not None and ledger_status == "done":
+            if hook is not None and ledger_status == LedgerStatus.DONE:
                 hook(MemoryTx(self, added.event_id, added.saga_id))
             return added.event_id
 
@@ -353,17 +351,23 @@ class MemoryHarnessStore:
                 tool=state.tool,
                 saga_id=saga_id,
                 args_digest=state.args_digest,
-                status="pending",
+                status=LedgerStatus.PENDING,
                 claimed_until=until,
             )
             return
         if entry.args_digest != state.args_digest:
             raise IdempotencyConflict(f"key {key} was used with other arguments", key=key)
-        if entry.status == "pending" and entry.claimed_until is not None and entry.claimed_until > now:
+        if (
+            entry.status == LedgerStatus.PENDING
+            and entry.claimed_until is not None
+            and entry.claimed_until > now
+        ):
             raise IdempotencyConflict(f"key {key} is in flight", key=key, in_flight=True)
-        if entry.status not in _RESTARTABLE:
+        if entry.status not in RESTARTABLE:
             raise IdempotencyConflict(f"key {key} is {entry.status}", key=key)
-        st.ledger[key] = replace(entry, status="pending", attempts=entry.attempts + 1, claimed_until=until)
+        st.ledger[key] = replace(
+            entry, status=LedgerStatus.PENDING, attempts=entry.attempts + 1, claimed_until=until
+        )
 
     # -- seeding: what the saga tables and people would have done ------------
     def add_saga(self, saga_id: str, *, run: int = 1, destinations: Sequence[str] = ()) -> str:
@@ -427,16 +431,20 @@ class MemoryHarnessStore:
         *,
         actor: str = "person",
         reason: str = "reconciled",
+        detail: dict[str, Any] | None = None,
+        within: Any = None,
     ) -> None:
-        """A person settles an `uncertain` key: `confirmed` records the receipt, `absent` frees it."""
+        """A person settles an `uncertain` key: `confirmed` records the receipt, `absent` frees it.
+
+        `within` is accepted for the port's sake: every call here is its own
+        all-or-nothing transaction, nested inside a hook's when called from one."""
         with self._transaction() as st:
             entry = st.ledger.get(key)
             if entry is None:
                 raise NotFound(f"no ledger row {key}", key=key)
             confirmed = outcome == "confirmed"
             result = dict(receipt or {"reconciled_by": actor}) if confirmed else None
-            st.ledger[key] = replace(entry, status="done" if confirmed else "absent", result=result)
-            self._add_event(
+            event = self._add_event(
                 st,
                 event_id=uuid.uuid4().hex,
                 saga_id=entry.saga_id,
@@ -444,10 +452,20 @@ class MemoryHarnessStore:
                 kind="reconcile",
                 status=outcome,
                 tool=entry.tool,
-                detail={"key": key, "reason": reason, "outcome": outcome},
+                detail={**(detail or {}), "key": key, "reason": reason, "outcome": outcome},
                 times=None,
                 parent_event_id=None,
             )
+            status = LedgerStatus.DONE if confirmed else LedgerStatus.ABSENT
+            st.ledger[key] = replace(entry, status=status, result=result, event_id=event.event_id)
+
+    def mark_uncertain(self, key: str, *, within: Any = None) -> bool:
+        with self._transaction() as st:
+            entry = st.ledger.get(key)
+            if entry is None or entry.status not in (LedgerStatus.PENDING, LedgerStatus.UNCERTAIN):
+                return False
+            st.ledger[key] = replace(entry, status=LedgerStatus.UNCERTAIN)
+            return True
 
     # -- reading -------------------------------------------------------------
     def events(self, *, saga_id: str | None = None, kind: str | None = None) -> list[StoredEvent]:

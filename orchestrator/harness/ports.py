@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -115,6 +115,33 @@ class HarnessStore(Protocol):
         hook: Callable[[Any], None] | None = None,
     ) -> str:
         """Commit the ledger outcome, the result event and the tool's own record together."""
+        ...
+
+    def reconcile(
+        self,
+        key: str,
+        outcome: Literal["confirmed", "absent"],
+        receipt: dict[str, Any] | None = None,
+        *,
+        actor: str = "person",
+        reason: str = "reconciled",
+        detail: dict[str, Any] | None = None,
+        within: Any = None,
+    ) -> None:
+        """A person settles a key: `confirmed` records the receipt (`done`), `absent`
+        frees it for another attempt with the same key; a `reconcile` event (with
+        `detail` added) names the person and the reason.
+
+        `within` is the caller's open transaction (a unit of work on SQL) to
+        join, so the ledger and the caller's own changes commit together.
+        Raises `NotFound` when no ledger row holds `key`.
+        """
+        ...
+
+    def mark_uncertain(self, key: str, *, within: Any = None) -> bool:
+        """Mark a key whose call may have run (`pending` or `uncertain`) as
+        `uncertain`; False, changing nothing, for any other status or no row.
+        `within` as for `reconcile`."""
         ...
 
 

@@ -7,24 +7,26 @@ in one transaction before the executor runs.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
-from sqlalchemy import Table, insert, update
+from sqlalchemy import update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from orchestrator.errors import ApprovalRefused, IdempotencyConflict
+from orchestrator.errors import ApprovalRefused, IdempotencyConflict, NotFound
 from orchestrator.harness.approvals import ApprovalBinding, ApprovalView
 from orchestrator.harness.checkpoints import GENESIS, AgentState, chain_hash
+from orchestrator.harness.ledger_status import RESTARTABLE, LedgerStatus
 from orchestrator.harness.ports import NO_READS, AuthorizationReads, EventTimes, LedgerView
-from orchestrator.store.db import unit_of_work
+from orchestrator.store.db import UnitOfWork, unit_of_work
+from orchestrator.store.events import add_event, hold_chain, insert_event
 from orchestrator.store.tables import (
     ApprovalRow,
     CheckpointRow,
-    EventRow,
     LedgerRow,
     SagaRow,
     new_id,
@@ -67,42 +69,6 @@ def approval_row(binding: ApprovalBinding, token: str, *, issued_at: datetime) -
 
 def _aware(value: datetime) -> datetime:
     return value if value.tzinfo else value.replace(tzinfo=UTC)
-
-
-def add_event(session: Session, **fields: Any) -> EventRow:
-    times: EventTimes | None = fields.pop("times", None)
-    row = EventRow(**fields, **(times.model_dump() if times else {}))
-    if row.detail is None:
-        row.detail = {}
-    session.add(row)
-    return row
-
-
-_EVENTS: Table = EventRow.__table__  # type: ignore[attr-defined]
-_INSERT_EVENT = insert(_EVENTS)
-
-
-def insert_event(
-    session: Session, *, saga_id: str | None, actor: str, kind: str, status: str, detail: dict[str, Any]
-) -> str:
-    """`add_event` for a hot path: one prebuilt Core INSERT on the session's
-    connection; the event id. Whatever the session holds is flushed first, so
-    this event still follows the transaction's earlier events in `seq`."""
-    session.flush()
-    event_id = new_id()
-    session.connection().execute(
-        _INSERT_EVENT,
-        {
-            "event_id": event_id,
-            "saga_id": saga_id,
-            "actor": actor,
-            "kind": kind,
-            "status": status,
-            "detail": detail,
-            "created_at": utcnow(),
-        },
-    )
-    return event_id
 
 
 class SqlHarnessStore:
@@ -232,6 +198,8 @@ class SqlHarnessStore:
     ) -> str:
         with unit_of_work(self.engine) as uow:
             s = uow.session
+            if event.get("saga_id") is not None:
+                hold_chain(s, event["saga_id"])  # the saga before the ledger row, as begin_effect locks them
             row = s.get(LedgerRow, key, with_for_update=True)
             if row is not None:
                 row.status = ledger_status
@@ -241,9 +209,65 @@ class SqlHarnessStore:
             ev = add_event(s, **event)
             if row is not None:
                 row.event_id = ev.event_id
-            if hook is not None and ledger_status == "done":
+            if hook is not None and ledger_status == LedgerStatus.DONE:
                 hook(uow)
             return ev.event_id
+
+    def reconcile(
+        self,
+        key: str,
+        outcome: Literal["confirmed", "absent"],
+        receipt: dict[str, Any] | None = None,
+        *,
+        actor: str = "person",
+        reason: str = "reconciled",
+        detail: dict[str, Any] | None = None,
+        within: Any = None,
+    ) -> None:
+        with self._joined(within) as uow:
+            s = uow.session
+            found = self.ledger_get(key) if within is None else None
+            if found is not None and found.saga_id is not None:
+                hold_chain(s, found.saga_id)  # the saga before the ledger row, as everywhere
+            row = s.get(LedgerRow, key, with_for_update=True)
+            if row is None:
+                raise NotFound(f"no ledger row {key}", key=key)
+            confirmed = outcome == "confirmed"
+            row.status = LedgerStatus.DONE if confirmed else LedgerStatus.ABSENT
+            row.result = dict(receipt or {"reconciled_by": actor}) if confirmed else None
+            row.updated_at = utcnow()
+            s.add(row)
+            ev = add_event(
+                s,
+                saga_id=row.saga_id,
+                actor=actor,
+                kind="reconcile",
+                status=outcome,
+                tool=row.tool,
+                detail={**(detail or {}), "key": key, "reason": reason, "outcome": outcome},
+            )
+            row.event_id = ev.event_id
+
+    def mark_uncertain(self, key: str, *, within: Any = None) -> bool:
+        with self._joined(within) as uow:
+            row = uow.session.get(LedgerRow, key, with_for_update=True)
+            if row is None or row.status not in (LedgerStatus.PENDING, LedgerStatus.UNCERTAIN):
+                return False
+            row.status = LedgerStatus.UNCERTAIN
+            row.updated_at = utcnow()
+            uow.session.add(row)
+            return True
+
+    @contextmanager
+    def _joined(self, within: Any) -> Iterator[UnitOfWork]:
+        """The caller's unit of work when given (it commits), else a new one."""
+        if within is not None:
+            if not isinstance(within, UnitOfWork):
+                raise TypeError(f"within must be a UnitOfWork, not {type(within).__name__}")
+            yield within
+            return
+        with unit_of_work(self.engine) as uow:
+            yield uow
 
 
 def _saga_session(s: Session, saga_id: str) -> str | None:
@@ -312,7 +336,7 @@ def _ledger_pending(
                 tool=state.tool,
                 saga_id=saga_id,
                 args_digest=state.args_digest,
-                status="pending",
+                status=LedgerStatus.PENDING,
                 claimed_until=until,
             )
         )
@@ -320,11 +344,15 @@ def _ledger_pending(
         return
     if row.args_digest != state.args_digest:
         raise IdempotencyConflict(f"key {key} was used with other arguments", key=key)
-    if row.status == "pending" and row.claimed_until is not None and _aware(row.claimed_until) > now:
+    if (
+        row.status == LedgerStatus.PENDING
+        and row.claimed_until is not None
+        and _aware(row.claimed_until) > now
+    ):
         raise IdempotencyConflict(f"key {key} is in flight", key=key, in_flight=True)
-    if row.status not in ("failed", "absent", "pending"):
+    if row.status not in RESTARTABLE:
         raise IdempotencyConflict(f"key {key} is {row.status}", key=key)
-    row.status = "pending"
+    row.status = LedgerStatus.PENDING
     row.attempts += 1
     row.claimed_until = until
     row.updated_at = now

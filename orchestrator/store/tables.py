@@ -3,7 +3,7 @@ the idempotency ledger, checkpoints, destination steps and work leases.
 
 The outbox and inbox tables live in `outbox.tables` and share this metadata.
 Versions and artifacts are immutable and content-addressed (sha256); events
-are append-only.
+are append-only and hash-chained per saga (`orchestrator.store.events`).
 """
 
 from __future__ import annotations
@@ -73,7 +73,11 @@ class ArtifactRow(SQLModel, table=True):
 
 class EventRow(SQLModel, table=True):
     __tablename__ = "events"
-    __table_args__ = (Index("ix_events_saga_seq", "saga_id", "seq"),)
+    __table_args__ = (
+        Index("ix_events_saga_seq", "saga_id", "seq"),
+        # One successor per event: a forked chain cannot be stored.
+        UniqueConstraint("saga_id", "prev_hash"),
+    )
 
     seq: int | None = Field(default=None, primary_key=True)
     event_id: str = Field(default_factory=new_id, unique=True)
@@ -90,6 +94,8 @@ class EventRow(SQLModel, table=True):
     authorized_at: datetime | None = None
     sent_at: datetime | None = None
     acked_at: datetime | None = None
+    prev_hash: str = Field(description="the saga's previous event's hash (GENESIS for its first)")
+    hash: str = Field(description="sha256 over prev_hash and the event's canonical fields")
 
 
 class ApprovalRow(SQLModel, table=True):

@@ -225,6 +225,7 @@ def test_apply_then_timeout_with_a_status_query_succeeds_without_a_person(
     assert out.effects == 1 and out.calls == 1
 
 
+@pytest.mark.record_edited
 def test_the_celery_task_path_cannot_skip_the_approval(db_url: str, tmp_path: Path) -> None:
     """A saga marked `executing` with no approval row: the real task runs the harness, which refuses."""
     from orchestrator.celery_app import make_celery, use_app

@@ -54,3 +54,58 @@ def test_work_that_keeps_losing_its_lease_fails_the_saga_with_the_reason(sqlite_
     status = services.status(app, sid)
     assert status["state"] == "failed"
     assert "lost its lease 2 times" in status["reason"]
+
+
+def test_a_publish_that_keeps_losing_its_lease_is_effect_unknown_through_the_ledger_port(
+    sqlite_url: str, tmp_path: Path, corpus: Path
+) -> None:
+    """The publisher died after committing its intent, every time: the sweeper's give-up marks the
+    ledger row uncertain through the store port and the step uncertain with its event; a person's
+    reconcile (the port again) lets the saga finish without publishing twice."""
+    import uuid
+
+    from orchestrator.harness.checkpoints import AgentState
+    from orchestrator.harness.digests import args_digest
+    from orchestrator.harness.ledger_status import LedgerStatus
+    from orchestrator.harness.ports import EventTimes
+    from sagas import records
+    from sagas.destinations.memory import memory_store
+    from sagas.publishing import PublishArgs
+    from sagas.runner import start_execution
+    from tests.integration.helpers import ready_saga
+
+    people = make_app(sqlite_url, tmp_path)
+    sid = ready_saga(people, corpus, ["memory:leases-give-up"])["saga_id"]
+    quiet = make_app(sqlite_url, tmp_path, broker_url="none://", max_attempts=2)  # nothing delivers the publish
+    approved = services.approve(quiet, sid, version=1, actor="erin")
+    with unit_of_work(quiet.engine) as uow:
+        saga = records.load_saga(uow.session, sid, lock=True)
+        (step,) = start_execution(uow.session, saga, approved["version_digest"])
+        key = step.idempotency_key
+    assert key is not None
+    args = PublishArgs(saga_id=sid, destination="memory:leases-give-up", version_digest=approved["version_digest"])
+    digest = args_digest(args.model_dump(mode="json"))
+    intent = AgentState(event_id=uuid.uuid4().hex, step=1, tool="publish", idempotency_key=key, args_digest=digest)
+    quiet.store.begin_effect(
+        saga_id=sid, actor="publisher", state=intent, approval_id=None, execution=None, times=EventTimes()
+    )
+    _expire(quiet, attempts=2)
+    assert sweep_leases(quiet) == 1
+    status = services.status(quiet, sid)
+    assert status["state"] == "effect-unknown" and "lost its lease 2 times" in status["reason"]
+    assert [d["state"] for d in status["destinations"]] == ["uncertain"]
+    ledger = quiet.store.ledger_get(key)
+    assert ledger is not None and ledger.status == LedgerStatus.UNCERTAIN
+    history = services.history(quiet, sid)["events"]
+    assert [(e["actor"], e["status"]) for e in history if e["kind"] == "step"][-1] == ("sweeper", "uncertain")
+
+    done = services.reconcile(
+        people, sid, destination="memory:leases-give-up", outcome="confirmed", actor="erin", reason="seen live"
+    )
+    assert done["state"] == "succeeded"
+    ledger = people.store.ledger_get(key)
+    assert ledger is not None and ledger.status == LedgerStatus.DONE and ledger.result is not None
+    assert ledger.result["reconciled_by"] == "erin"
+    publishes = [e["status"] for e in services.history(people, sid)["events"] if e["tool"] == "publish" and e["kind"] == "tool_call"]
+    assert publishes == ["replayed"], "the destination is never called again"
+    assert memory_store("leases-give-up").calls.get("publish", 0) == 0

@@ -7,6 +7,8 @@ import sys
 
 PURE = [
     "sagas.machine",
+    "sagas.reducer",
+    "sagas.step_states",
     "orchestrator.errors",
     "orchestrator.harness.spec",
     "orchestrator.harness.registry",
@@ -17,6 +19,8 @@ PURE = [
     "orchestrator.harness.checkpoints",
     "orchestrator.harness.provenance",
     "orchestrator.harness.digests",
+    "orchestrator.harness.event_chain",
+    "orchestrator.harness.ledger_status",
     "orchestrator.routing",
     "roles.artifacts",
     "roles.injection",

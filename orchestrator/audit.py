@@ -1,0 +1,124 @@
+"""`audit verify`: does a saga's stored record explain itself?
+
+Three checks, read in one snapshot:
+
+1. the event chain — each of the saga's events, in `seq` order, links to the
+   one before it and hashes to its stored hash (`harness.event_chain`);
+2. the state — `sagas.reducer.reduce(events)` equals the stored saga row and
+   its steps (state, head version, each step's state and key);
+3. the checkpoint chain — `harness.checkpoints.verify_chain`, and every
+   checkpoint names an intent event of the saga.
+
+`verify(engine, saga_id)` returns the report; `problems` lists every
+mismatch found, the first one first. Reads only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
+from orchestrator.harness.checkpoints import AgentState, verify_chain
+from orchestrator.harness.event_chain import HASHED_FIELDS, first_broken
+from orchestrator.store.tables import CheckpointRow, EventRow, SagaRow, StepRow
+from sagas import records
+from sagas.reducer import EventLogMismatch, LoggedEvent, SagaView, differences, reduce, stored_view
+
+
+def verify(engine: Engine, saga_id: str) -> dict[str, Any]:
+    """The audit report of one saga (by id or unique prefix); `NotFound` when there is none."""
+    bind = (
+        engine.execution_options(isolation_level="REPEATABLE READ")
+        if engine.dialect.name == "postgresql"
+        else engine
+    )
+    with Session(bind) as s:
+        saga = records.find_saga(s, saga_id)
+        events = list(s.exec(select(EventRow).where(EventRow.saga_id == saga.id).order_by(col(EventRow.seq))))
+        checkpoints = list(
+            s.exec(
+                select(CheckpointRow).where(CheckpointRow.saga_id == saga.id).order_by(col(CheckpointRow.seq))
+            )
+        )
+        steps = list(
+            s.exec(select(StepRow).where(StepRow.saga_id == saga.id).order_by(col(StepRow.position)))
+        )
+        return _report(saga, events, checkpoints, steps)
+
+
+def _report(
+    saga: SagaRow, events: list[EventRow], checkpoints: list[CheckpointRow], steps: list[StepRow]
+) -> dict[str, Any]:
+    event_problems = _event_chain(events)
+    checkpoint_problems = _checkpoint_chain(checkpoints, events)
+    state, state_problems = _state(saga, events, steps)
+    problems = event_problems + state_problems + checkpoint_problems
+    return {
+        "saga_id": saga.id,
+        "ok": not problems,
+        "events": {"count": len(events), "ok": not event_problems},
+        "checkpoints": {"count": len(checkpoints), "ok": not checkpoint_problems},
+        "state": {"ok": not state_problems, **state},
+        "problems": problems,
+    }
+
+
+def _event_chain(events: list[EventRow]) -> list[str]:
+    links = [(e.prev_hash, e.hash, {name: getattr(e, name) for name in HASHED_FIELDS}) for e in events]
+    broken = first_broken(links)
+    if broken is None:
+        return []
+    index, why = broken
+    event = events[index]
+    return [f"event chain: event {event.seq} ({event.kind} {event.status}): {why}"]
+
+
+def _state(saga: SagaRow, events: list[EventRow], steps: list[StepRow]) -> tuple[dict[str, Any], list[str]]:
+    out: dict[str, Any] = {"stored": None, "derived": None}
+    problems: list[str] = []
+    stored: SagaView | None = None
+    try:
+        stored = stored_view(
+            saga.state, saga.head_version, {st.uri: (st.state, st.idempotency_key) for st in steps}
+        )
+        out["stored"] = stored.model_dump(mode="json")
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        problems.append(f"stored {where} is not a state Pressroom has: {err['input']!r}")
+    try:
+        derived = reduce(
+            LoggedEvent(seq=e.seq, kind=e.kind, status=e.status, detail=e.detail or {}) for e in events
+        )
+        out["derived"] = derived.model_dump(mode="json")
+    except EventLogMismatch as exc:
+        problems.append(f"the events do not reduce to a state: {exc}")
+        return out, problems
+    if stored is not None:
+        problems += differences(stored, derived)
+    return out, problems
+
+
+def _checkpoint_chain(checkpoints: list[CheckpointRow], events: list[EventRow]) -> list[str]:
+    links: list[tuple[str, str, AgentState]] = []
+    for c in checkpoints:
+        try:
+            links.append((c.prev_hash, c.hash, AgentState.model_validate(c.state)))
+        except ValidationError:
+            return [f"checkpoint chain: checkpoint {c.seq}: its state is not an agent state"]
+    broken = verify_chain(links)
+    if broken is not None:
+        return [f"checkpoint chain: checkpoint {checkpoints[broken].seq}: its hash or link does not match"]
+    intents = {e.event_id for e in events if e.kind == "intent"}
+    for c, (_, _, state) in zip(checkpoints, links, strict=True):
+        if (c.event_id, c.step) != (state.event_id, state.step):
+            return [f"checkpoint chain: checkpoint {c.seq}: its columns disagree with its hashed state"]
+        if c.event_id not in intents:
+            return [f"checkpoint chain: checkpoint {c.seq} names no intent event of the saga"]
+    return []
+
+
+__all__ = ["verify"]

@@ -1,0 +1,108 @@
+"""The one writer of the events table: every event is appended here, chained.
+
+`add_event` (ORM) and `insert_event` (one prebuilt Core INSERT, for a hot
+path) both take the saga's chain head through `_link`, which hashes the new
+event onto it (`orchestrator.harness.event_chain`). The head is read once per
+transaction under the saga row's lock (`SELECT … FOR UPDATE` on PostgreSQL;
+on SQLite every unit of work already holds the write lock from `BEGIN
+IMMEDIATE`), so two transactions writing one saga's events take turns and
+the chain never forks; `UNIQUE (saga_id, prev_hash)` would refuse a fork if
+they did not. Later events of the same transaction chain onto the head kept
+in the session. An event without a saga is a chain of its own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Table, insert
+from sqlmodel import Session, col, select
+
+from orchestrator.harness.event_chain import GENESIS, event_hash
+from orchestrator.harness.ports import EventTimes
+from orchestrator.store.tables import EventRow, SagaRow, new_id, utcnow
+
+_HEADS = "pressroom.event_heads"
+_EVENTS: Table = EventRow.__table__  # type: ignore[attr-defined]
+_INSERT_EVENT = insert(_EVENTS)
+
+
+def _heads(session: Session) -> dict[str | None, str]:
+    """This transaction's chain heads, by saga (forgotten when the transaction ends)."""
+    session.connection()  # begin, so the transaction below is this one
+    txn = session.get_transaction()
+    kept = session.info.get(_HEADS)
+    if kept is None or kept[0] is not txn:
+        kept = (txn, {})
+        session.info[_HEADS] = kept
+    heads: dict[str | None, str] = kept[1]
+    return heads
+
+
+def hold_chain(session: Session, saga_id: str) -> str:
+    """Lock the saga's chain for this transaction (the saga row, `FOR UPDATE`) and
+    return its head. A transaction that takes other row locks before writing
+    an event calls this first, so every writer locks the saga before the rest."""
+    heads = _heads(session)
+    head = heads.get(saga_id)
+    if head is None:
+        with session.no_autoflush:
+            # Held to the end of the transaction: the head cannot move under us.
+            session.execute(select(SagaRow.id).where(col(SagaRow.id) == saga_id).with_for_update())
+            found = session.execute(
+                select(EventRow.hash)
+                .where(col(EventRow.saga_id) == saga_id)
+                .order_by(col(EventRow.seq).desc())
+                .limit(1)
+            ).scalar()
+        head = heads[saga_id] = found or GENESIS
+    return head
+
+
+def _link(session: Session, values: dict[str, Any]) -> None:
+    """Set `prev_hash` and `hash` on an event's values: the only place they are computed."""
+    saga_id = values.get("saga_id")
+    prev = GENESIS if saga_id is None else hold_chain(session, saga_id)
+    values["prev_hash"] = prev
+    values["hash"] = event_hash(prev, values)
+    if saga_id is not None:
+        _heads(session)[saga_id] = values["hash"]
+
+
+def add_event(session: Session, **fields: Any) -> EventRow:
+    """Append one event to the session (it commits with the caller's unit of work)."""
+    times: EventTimes | None = fields.pop("times", None)
+    values: dict[str, Any] = {**fields, **(times.model_dump() if times else {})}
+    values.setdefault("event_id", new_id())
+    values.setdefault("created_at", utcnow())
+    if values.get("detail") is None:
+        values["detail"] = {}
+    _link(session, values)
+    row = EventRow(**values)
+    session.add(row)
+    return row
+
+
+def insert_event(
+    session: Session, *, saga_id: str | None, actor: str, kind: str, status: str, detail: dict[str, Any]
+) -> str:
+    """`add_event` for a hot path: one prebuilt Core INSERT on the session's
+    connection; the event id. Whatever the session holds is flushed first, so
+    this event still follows the transaction's earlier events in `seq`."""
+    session.flush()
+    values: dict[str, Any] = {
+        "event_id": new_id(),
+        "saga_id": saga_id,
+        "actor": actor,
+        "kind": kind,
+        "status": status,
+        "detail": detail,
+        "created_at": utcnow(),
+    }
+    _link(session, values)
+    session.connection().execute(_INSERT_EVENT, values)
+    event_id: str = values["event_id"]
+    return event_id
+
+
+__all__ = ["add_event", "hold_chain", "insert_event"]

@@ -1,0 +1,145 @@
+"""The event chain under concurrency, on SQLite and PostgreSQL: writers of one saga's events
+in separate transactions take turns (the saga row lock on PostgreSQL, the write lock on
+SQLite), so the chain never forks; a fork could not be stored anyway."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, col, select
+
+from orchestrator.harness.event_chain import HASHED_FIELDS, event_hash, first_broken
+from orchestrator.store.db import make_engine, unit_of_work
+from orchestrator.store.events import add_event, insert_event
+from orchestrator.store.harness_store import SqlHarnessStore
+from orchestrator.store.tables import EventRow, SagaRow, utcnow
+
+WRITERS, EACH = 6, 8
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
+    url = f"sqlite:///{tmp_path / 'chain.db'}" if request.param == "sqlite" else request.getfixturevalue("pg_url")
+    eng = make_engine(url)
+    yield eng
+    eng.dispose()
+
+
+def new_saga(engine: Engine) -> str:
+    with unit_of_work(engine) as uow:
+        saga = SagaRow(brief="b", corpus="c", destinations=["site:/x"], state="preparing", created_by="dana")
+        uow.session.add(saga)
+        uow.session.flush()
+        add_event(uow.session, saga_id=saga.id, actor="dana", kind="saga", status="submitted")
+        return saga.id
+
+
+def chain_of(engine: Engine, saga_id: str) -> list[EventRow]:
+    with Session(engine) as s:
+        return list(s.exec(select(EventRow).where(EventRow.saga_id == saga_id).order_by(col(EventRow.seq))))
+
+
+def assert_one_chain(rows: list[EventRow]) -> None:
+    links = [(r.prev_hash, r.hash, {n: getattr(r, n) for n in HASHED_FIELDS}) for r in rows]
+    assert first_broken(links) is None
+    assert len({r.prev_hash for r in rows}) == len(rows)  # no event has two successors
+
+
+def test_concurrent_writers_of_one_saga_never_fork_its_chain(engine: Engine) -> None:
+    saga_id = new_saga(engine)
+    other = new_saga(engine)
+    store = SqlHarnessStore(engine)
+    start = threading.Barrier(WRITERS)
+    errors: list[BaseException] = []
+
+    def write(n: int) -> None:
+        try:
+            start.wait()
+            for i in range(EACH):
+                if i % 2:
+                    store.record_event(saga_id=saga_id, actor=f"w{n}", kind="message", status="x", detail={"i": i})
+                    continue
+                # Several events in one transaction, both writers mixed, and another saga between.
+                with unit_of_work(engine) as uow:
+                    add_event(uow.session, saga_id=saga_id, actor=f"w{n}", kind="note", status="a")
+                    add_event(uow.session, saga_id=other, actor=f"w{n}", kind="note", status="a")
+                    add_event(uow.session, saga_id=saga_id, actor=f"w{n}", kind="note", status="a2")
+                    insert_event(uow.session, saga_id=saga_id, actor=f"w{n}", kind="note", status="b", detail={})
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(WRITERS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert errors == []
+    rows = chain_of(engine, saga_id)
+    assert len(rows) == 1 + WRITERS * (EACH // 2) * 4
+    assert_one_chain(rows)
+    assert_one_chain(chain_of(engine, other))
+
+
+def test_on_postgresql_a_second_writer_waits_for_the_first(request: pytest.FixtureRequest) -> None:
+    """Not luck: while one transaction holds the saga's chain head, another writer blocks on the lock."""
+    eng = make_engine(request.getfixturevalue("pg_url"))
+    try:
+        saga_id = new_saga(eng)
+        store = SqlHarnessStore(eng)
+        done = threading.Event()
+        with unit_of_work(eng) as first:
+            add_event(first.session, saga_id=saga_id, actor="first", kind="note", status="a")
+            first.session.flush()
+            second = threading.Thread(
+                target=lambda: (store.record_event(saga_id=saga_id, actor="second", kind="note", status="b"), done.set())
+            )
+            second.start()
+            waiting = 0
+            for _ in range(600):  # up to ~30 s under load: the second writer reaches the lock and waits
+                with eng.connect() as conn:
+                    waiting = conn.execute(
+                        text(
+                            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                            "AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
+                        )
+                    ).scalar_one()
+                if waiting:
+                    break
+                done.wait(0.05)
+            assert waiting == 1 and not done.is_set()
+        second.join(timeout=60)
+        assert done.is_set()
+        rows = chain_of(eng, saga_id)
+        assert [r.actor for r in rows] == ["dana", "first", "second"]
+        assert_one_chain(rows)
+    finally:
+        eng.dispose()
+
+
+def test_a_fork_cannot_be_stored(engine: Engine) -> None:
+    saga_id = new_saga(engine)
+    head = chain_of(engine, saga_id)[-1]
+    for n in range(2):
+        fields = {
+            "event_id": uuid.uuid4().hex,
+            "saga_id": saga_id,
+            "actor": f"f{n}",
+            "kind": "note",
+            "status": "x",
+            "detail": {},
+            "created_at": utcnow(),
+        }
+        row = EventRow(**fields, prev_hash=head.hash, hash=event_hash(head.hash, fields))
+        if n == 0:
+            with unit_of_work(engine) as uow:
+                uow.session.add(row)
+        else:
+            with pytest.raises(IntegrityError), unit_of_work(engine) as uow:
+                uow.session.add(row)

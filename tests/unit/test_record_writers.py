@@ -1,0 +1,151 @@
+"""One writer per record: the ledger only through its store adapters, events only through
+`orchestrator/store/events.py`. Read from the source with `ast`, for every product module.
+
+A write is: constructing the row class, `insert`/`update`/`delete` on it (or its table),
+assigning an attribute of a value read through it (`row = s.get(LedgerRow, key); row.status = …`,
+loops over such values included), `setattr` on one, or raw SQL that writes the table.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PRODUCT = ["orchestrator", "sagas", "roles", "outbox", "telemetry", "evaluation", "bench"]
+WRITERS = {
+    "LedgerRow": {
+        "orchestrator/store/harness_store.py",  # the SQL adapter of HarnessStore
+        "orchestrator/harness/memory_store.py",  # the in-memory adapter (its own rows)
+        "evaluation/memory_store.py",  # the same adapter where it is moving
+    },
+    "EventRow": {"orchestrator/store/events.py"},
+}
+TABLES = {"LedgerRow": "ledger", "EventRow": "events"}
+WRITE_CALLS = {"insert", "update", "delete"}
+
+
+def _mentions(node: ast.AST, names: set[str]) -> bool:
+    return any(
+        (isinstance(n, ast.Name) and n.id in names) or (isinstance(n, ast.Attribute) and n.attr in names)
+        for n in ast.walk(node)
+    )
+
+
+def _bound_names(tree: ast.AST, aliases: set[str]) -> set[str]:
+    """Names holding values read through the row class (assigned from it, or looping over it)."""
+    bound: set[str] = set()
+    # Two passes, so a loop over a list bound later in the text is still seen.
+    for _ in range(2):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign | ast.AnnAssign | ast.NamedExpr) and node.value is not None:
+                if _mentions(node.value, aliases | bound):
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    bound |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            elif isinstance(node, ast.For | ast.comprehension) and _mentions(node.iter, aliases | bound):
+                bound |= {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+    return bound
+
+
+def _call_write(node: ast.Call, row_class: str, aliases: set[str], bound: set[str]) -> str | None:
+    fn = node.func
+    name = fn.id if isinstance(fn, ast.Name) else fn.attr if isinstance(fn, ast.Attribute) else ""
+    if name in aliases:
+        return f"constructs {row_class}"
+    if name in WRITE_CALLS and node.args and _mentions(node.args[0], aliases):
+        return f"{name}({row_class})"
+    if name == "setattr" and node.args and _mentions(node.args[0], bound):
+        return f"setattr on a {row_class}"
+    return None
+
+
+def writes(source: str, row_class: str) -> list[str]:
+    """The lines of `source` that write rows of `row_class`, each as `line: what`."""
+    tree = ast.parse(source)
+    aliases = {row_class} | {
+        a.asname or a.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        for a in node.names
+        if a.name == row_class
+    }
+    bound = _bound_names(tree, aliases)
+    sql = re.compile(rf"\b(insert\s+into|update|delete\s+from)\s+\"?{TABLES[row_class]}\b", re.I)
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and (what := _call_write(node, row_class, aliases, bound)):
+            found.append(f"{node.lineno}: {what}")
+        elif isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            found += [
+                f"{n.lineno}: sets {n.value.id}.{n.attr} on a {row_class}"
+                for t in targets
+                for n in ast.walk(t)
+                if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in bound
+            ]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and sql.search(node.value):
+            found.append(f"{node.lineno}: SQL writing {TABLES[row_class]}")
+    return sorted(set(found), key=lambda s: int(s.split(":")[0]))
+
+
+def product_files() -> list[Path]:
+    return sorted(p for top in PRODUCT if (ROOT / top).is_dir() for p in (ROOT / top).rglob("*.py"))
+
+
+@pytest.mark.parametrize("row_class", sorted(WRITERS))
+def test_no_code_outside_its_adapters_writes_the_record(row_class: str) -> None:
+    offenders = {}
+    for path in product_files():
+        rel = path.relative_to(ROOT).as_posix()
+        if rel in WRITERS[row_class]:
+            continue
+        found = writes(path.read_text(encoding="utf-8"), row_class)
+        if found:
+            offenders[rel] = found
+    assert offenders == {}
+
+
+@pytest.mark.parametrize("row_class", sorted(WRITERS))
+def test_the_adapters_themselves_are_seen_writing(row_class: str) -> None:
+    """The checker is not blind: the files allowed to write are found writing."""
+    present = [ROOT / rel for rel in WRITERS[row_class] if (ROOT / rel).is_file()]
+    sql = [p for p in present if "memory" not in p.name]
+    assert sql and all(writes(p.read_text(encoding="utf-8"), row_class) for p in sql)
+
+
+def test_the_ledger_writes_production_used_to_make_are_caught() -> None:
+    old_reconcile = '''
+from orchestrator.store.tables import LedgerRow, utcnow
+def reconcile_step(s, key, outcome):
+    ledger = s.get(LedgerRow, key, with_for_update=True) if key else None
+    if ledger is not None:
+        ledger.status = "done" if outcome == "confirmed" else "absent"
+        ledger.updated_at = utcnow()
+'''
+    old_give_up = '''
+from orchestrator.store import tables as t
+def give_up(s, steps):
+    for step in steps:
+        ledger = s.get(t.LedgerRow, step.idempotency_key)
+        if ledger is not None:
+            setattr(ledger, "status", "uncertain")
+    rows = s.exec(select(t.LedgerRow)).all()
+    for row in rows:
+        row.attempts += 1
+    s.execute(update(t.LedgerRow).values(status="x"))
+    s.execute(text("UPDATE ledger SET status = 'done'"))
+'''
+    assert [w.split(": ", 1)[1] for w in writes(old_reconcile, "LedgerRow")] == [
+        "sets ledger.status on a LedgerRow",
+        "sets ledger.updated_at on a LedgerRow",
+    ]
+    assert [w.split(": ", 1)[1] for w in writes(old_give_up, "LedgerRow")] == [
+        "setattr on a LedgerRow",
+        "sets row.attempts on a LedgerRow",
+        "update(LedgerRow)",
+        "SQL writing ledger",
+    ]
+    assert writes("from x import EventRow\ns.add(EventRow(actor='a'))\n", "EventRow") == ["2: constructs EventRow"]
