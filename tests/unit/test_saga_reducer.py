@@ -66,7 +66,7 @@ def test_a_second_submission_is_refused() -> None:
 
 def test_an_illegal_transition_names_its_event() -> None:
     bad = moved(SagaState.EXECUTING, SagaEvent.ALL_ACKED, seq=5)  # the saga is still preparing
-    with pytest.raises(EventLogMismatch, match=r"event 5 \(transition succeeded\).*cannot all acked"):
+    with pytest.raises(EventLogMismatch, match=r"event 5 \(transition succeeded\).*cannot finish a saga that is preparing"):
         reduce([submitted(), bad])
 
 
