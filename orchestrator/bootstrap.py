@@ -75,7 +75,7 @@ def build_app(
     from roles.tools import role_tools
 
     settings = settings or Settings()
-    engine = make_engine(settings.database_url)
+    engine = make_engine(settings.database_url, connect_retry=settings.connect_retry)
     store = SqlHarnessStore(engine)
     key = settings.signing_key()
     opener = open_destination or (

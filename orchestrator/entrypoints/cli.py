@@ -1,7 +1,8 @@
 """The `pressroom` command: thin commands over `orchestrator.services`.
 
 `main(argv) -> int`; exceptions become exit codes in one place
-(`errors.exit_code_for`): 0 ok, 2 bad input, 3 not found, 4 refused.
+(`errors.exit_code_for`): 0 ok, 2 bad input, 3 not found, 4 refused,
+5 a service unreachable (`store.outage`).
 `--json` prints exactly one JSON object on stdout.
 """
 
@@ -13,12 +14,14 @@ from collections.abc import Sequence
 from typing import Any
 
 import click
+from pydantic import ValidationError
 
 from orchestrator import services
 from orchestrator.app import App
 from orchestrator.config import Settings
 from orchestrator.entrypoints import render
 from orchestrator.errors import EXIT_BAD_INPUT, PressroomError, exit_code_for
+from orchestrator.store.outage import unreachable
 
 
 class Ctx:
@@ -61,21 +64,39 @@ def cli() -> None:
     "--dest", "dests", multiple=True, required=True, help="site:PATH, git:PATH or webhook:URL (repeatable)."
 )
 @click.option("--as", "actor", default="submitter", show_default=True, help="Who submits.")
+@click.option("--request-id", default=None, help="Makes a retried submit return the saga the first one made.")
 @click.option("--json", "as_json", is_flag=True)
 @pass_ctx
-def submit(ctx: Ctx, brief: str, corpus: str, dests: tuple[str, ...], actor: str, as_json: bool) -> None:
+def submit(
+    ctx: Ctx,
+    brief: str,
+    corpus: str,
+    dests: tuple[str, ...],
+    actor: str,
+    request_id: str | None,
+    as_json: bool,
+) -> None:
     """Start a saga: research, write and review a brief."""
-    out = services.submit(ctx.app(), brief=brief, corpus=corpus, destinations=list(dests), actor=actor)
+    out = services.submit(
+        ctx.app(), brief=brief, corpus=corpus, destinations=list(dests), actor=actor, request_id=request_id
+    )
     emit(out, as_json, render.status)
 
 
 @cli.command()
 @click.argument("saga_id", required=False)
+@click.option("--limit", type=int, default=None, help="Sagas per page (default 200, at most 1000).")
+@click.option("--after", default=None, help="The `next` cursor of the previous page.")
+@click.option(
+    "--waiting", is_flag=True, help="Only sagas in ready-for-review past PRESSROOM_REVIEW_REMINDER."
+)
 @click.option("--json", "as_json", is_flag=True)
 @pass_ctx
-def status(ctx: Ctx, saga_id: str | None, as_json: bool) -> None:
-    """One saga's state and destinations, or every saga."""
-    out = services.status(ctx.app(), saga_id)
+def status(
+    ctx: Ctx, saga_id: str | None, limit: int | None, after: str | None, waiting: bool, as_json: bool
+) -> None:
+    """One saga's state and destinations, or a page of sagas, newest first."""
+    out = services.status(ctx.app(), saga_id, limit=limit, after=after, waiting=waiting)
     emit(out, as_json, render.status if saga_id else render.saga_list)
 
 
@@ -184,6 +205,10 @@ from orchestrator.entrypoints import processes  # noqa: E402  (registers worker,
 
 processes.register(cli, pass_ctx)
 
+from orchestrator.entrypoints import ops_cli  # noqa: E402  (registers db, prune, dead-letters)
+
+ops_cli.register(cli, pass_ctx)
+
 
 def _error(message: str) -> None:
     """One line on stderr, never wrapped: scripts grep it."""
@@ -207,6 +232,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PressroomError as exc:
         _error(str(exc))
         return exit_code_for(exc)
+    except ValidationError as exc:
+        if exc.title != "Settings":
+            raise
+        first = exc.errors(include_url=False)[0]  # a PRESSROOM_* setting that does not parse
+        _error(f"setting PRESSROOM_{str(first['loc'][0]).upper()}: {first['msg']}")
+        return EXIT_BAD_INPUT
+    except Exception as exc:
+        down = unreachable(exc)
+        if down is None:
+            raise
+        _error(str(down))
+        return exit_code_for(down)
     return 0
 
 

@@ -35,6 +35,8 @@ def saga_list(payload: dict[str, Any]) -> None:
             s["saga_id"], s["state"], str(s["version"]), s.get("title") or "", s.get("updated_at") or ""
         )
     out.print(table)
+    if payload.get("next"):
+        out.print(f"more: --after {payload['next']}", markup=False)
 
 
 def version(v: dict[str, Any]) -> None:
