@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -20,7 +21,7 @@ from orchestrator import services
 from orchestrator.app import App
 from orchestrator.config import Settings
 from orchestrator.entrypoints import render
-from orchestrator.errors import EXIT_BAD_INPUT, PressroomError, exit_code_for
+from orchestrator.errors import EXIT_BAD_INPUT, EXIT_UNAVAILABLE, PressroomError, exit_code_for
 from orchestrator.store.outage import unreachable
 
 
@@ -215,9 +216,44 @@ def _error(message: str) -> None:
     sys.stderr.write("error: " + " ".join(message.split()) + "\n")
 
 
+LONG_RUNNING = frozenset({"worker", "relay", "serve", "mcp", "demo", "eval", "evidence"})
+
+
+class _CommandLog(logging.Handler):
+    """A short command's log records, held until it ends, then one line each on
+    stderr; dropped when the command ends with exit 5, whose one line says it all."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.held: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.held.append(f"{record.levelname.lower()}: " + " ".join(record.getMessage().split()))
+
+    def finish(self, code: int) -> None:
+        logging.getLogger().removeHandler(self)
+        if code != EXIT_UNAVAILABLE:
+            for line in self.held:
+                sys.stderr.write(line + "\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    args = list(argv) if argv is not None else sys.argv[1:]
+    if args and args[0] in LONG_RUNNING:
+        return _main(args)
+    held = _CommandLog()
+    logging.getLogger().addHandler(held)
+    code = 1
     try:
-        cli.main(args=list(argv) if argv is not None else None, prog_name="pressroom", standalone_mode=False)
+        code = _main(args)
+    finally:
+        held.finish(code)
+    return code
+
+
+def _main(args: list[str]) -> int:
+    try:
+        cli.main(args=args, prog_name="pressroom", standalone_mode=False)
     except click.exceptions.Exit as exc:
         return int(exc.exit_code or 0)
     except click.Abort:
