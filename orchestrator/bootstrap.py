@@ -112,9 +112,21 @@ def build_app(
         broker,
         grace=0.0 if isinstance(broker, InlineBroker) else settings.relay_grace,
         poll=settings.relay_poll,
-        sweepers=[lambda: sweep_leases(app)],
+        sweepers=[lambda: sweep_leases(app), *operations_sweepers(app)],
     )
     return app
+
+
+def operations_sweepers(app: App) -> list[Callable[[], int]]:
+    """Lapsed approvals back to review each sweep; PRESSROOM_RETENTION pruning hourly."""
+    from orchestrator import operations
+    from orchestrator.store.retention import RetentionSchedule
+
+    schedule = RetentionSchedule(operations.PRUNE_EVERY)
+    return [
+        lambda: operations.sweep_lapsed_approvals(app),
+        lambda: operations.scheduled_prune(app, schedule),
+    ]
 
 
 def sweep_leases(app: App) -> int:
@@ -154,4 +166,4 @@ def give_up(uow: UnitOfWork, work: WorkRow, attempts: int) -> None:
                 s.add_all([step, ledger])
 
 
-__all__ = ["DENIED_TOOLS", "build_app", "give_up", "make_broker", "sweep_leases"]
+__all__ = ["DENIED_TOOLS", "build_app", "give_up", "make_broker", "operations_sweepers", "sweep_leases"]

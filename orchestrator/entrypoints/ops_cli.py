@@ -59,5 +59,51 @@ def register(cli: click.Group, pass_ctx: Any) -> None:
             f"ok: at {revision}, matching the models",
         )
 
+    @cli.command()
+    @click.option(
+        "--older-than", "older_than", required=True, help="e.g. 30d: finished sagas older than this."
+    )
+    @click.option("--dry-run", is_flag=True, help="Count what would go; remove nothing.")
+    @click.option("--as", "actor", default="operator", show_default=True, help="Who prunes.")
+    @click.option("--json", "as_json", is_flag=True)
+    @pass_ctx  # type: ignore[untyped-decorator]
+    def prune(ctx: Any, older_than: str, dry_run: bool, actor: str, as_json: bool) -> None:
+        """Remove finished sagas' events, checkpoints, ledger, inbox, outbox and work rows."""
+        from orchestrator import operations
+
+        out = operations.prune(ctx.app(), older_than=older_than, dry_run=dry_run, actor=actor)
+        verb = "would remove" if dry_run else "removed"
+        rows = ", ".join(f"{n} {table}" for table, n in out["rows"].items())
+        _emit(out, as_json, f"{verb} {out['total']} rows of {out['sagas']} finished sagas: {rows}")
+
+    @cli.group(name="dead-letters", invoke_without_command=True)
+    @click.option("--json", "as_json", is_flag=True)
+    @pass_ctx  # type: ignore[untyped-decorator]
+    def dead_letters(ctx: Any, as_json: bool) -> None:
+        """Messages set aside (unparseable, or failed for good), newest first."""
+        if click.get_current_context().invoked_subcommand is not None:
+            return
+        from orchestrator import operations
+
+        out = operations.list_dead_letters(ctx.app())
+        lines = [
+            f"{d['id']}  {d['created_at']}  {d['task'] or '-'}  saga {d['saga_id'] or '-'}"
+            f"{'  requeued' if d['requeued_at'] else ''}  {d['reason']}"
+            for d in out["dead_letters"]
+        ]
+        _emit(out, as_json, "\n".join(lines) or "no dead letters")
+
+    @dead_letters.command()
+    @click.argument("dead_id")
+    @click.option("--as", "actor", default="operator", show_default=True, help="Who requeues.")
+    @click.option("--json", "as_json", is_flag=True)
+    @pass_ctx  # type: ignore[untyped-decorator]
+    def requeue(ctx: Any, dead_id: str, actor: str, as_json: bool) -> None:
+        """Send a dead letter again through the outbox."""
+        from orchestrator import operations
+
+        out = operations.requeue_dead_letter(ctx.app(), dead_id, actor=actor)
+        _emit(out, as_json, f"requeued {out['id']} as message {out['requeued_as']}")
+
 
 __all__ = ["register"]
