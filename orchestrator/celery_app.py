@@ -12,7 +12,7 @@ import threading
 from typing import Any
 
 from celery import Celery, Task
-from celery.signals import task_rejected, task_unknown, worker_process_init
+from celery.signals import task_rejected, task_unknown, worker_init, worker_process_init
 from kombu import Exchange, Queue  # type: ignore[attr-defined]
 
 from orchestrator.app import App
@@ -20,7 +20,8 @@ from orchestrator.routing import QUEUES, TASKS
 from orchestrator.store import dead_letters
 from outbox.messages import Envelope
 
-EXCHANGE = Exchange("pressroom", type="direct")  # type: ignore[no-untyped-call]
+EXCHANGE = Exchange("pressroom", type="direct", durable=True)  # type: ignore[no-untyped-call]
+BROKER_MAX_RETRIES = 60
 _app_lock = threading.Lock()
 _pressroom: App | None = None
 
@@ -43,7 +44,7 @@ def use_app(app: App | None) -> None:
         _pressroom = app
 
 
-def make_celery(broker_url: str) -> Celery:
+def make_celery(broker_url: str, *, max_retries: int = BROKER_MAX_RETRIES) -> Celery:
     celery = Celery("pressroom", broker=broker_url, set_as_current=False)
     celery.conf.update(
         task_acks_late=True,
@@ -53,12 +54,19 @@ def make_celery(broker_url: str) -> Celery:
         result_backend=None,
         task_serializer="json",
         accept_content=["json"],
-        task_queues=[Queue(q, EXCHANGE, routing_key=q) for q in QUEUES],  # type: ignore[no-untyped-call]
+        task_queues=[Queue(q, EXCHANGE, routing_key=q, durable=True) for q in QUEUES],  # type: ignore[no-untyped-call]
         task_routes={f"pressroom.{q}.*": {"queue": q, "routing_key": q} for q in QUEUES},
         task_default_exchange=EXCHANGE.name,
         task_default_queue="researcher",
         task_default_routing_key="researcher",
+        # A lost broker connection is retried (kombu's backoff: 2 s more each time,
+        # at most 30 s apart); after that many failures the worker gives up and
+        # exits non-zero, for its supervisor to restart (see `exit_status`).
+        broker_connection_retry=True,
         broker_connection_retry_on_startup=True,
+        broker_connection_max_retries=max_retries,
+        # RabbitMQ: queues survive a broker restart and messages are written to disk.
+        task_default_delivery_mode="persistent",
         worker_hijack_root_logger=False,
         worker_send_task_events=False,
         broker_transport_options={"visibility_timeout": 3600},
@@ -153,6 +161,31 @@ def _rejected(message: Any = None, exc: BaseException | None = None, **_: Any) -
     )
 
 
+def run_worker(celery: Celery, argv: list[str]) -> int:
+    """Run `celery worker` and return its exit status.
+
+    `Celery.worker_main` (and `Celery.start`) drop the status the worker set:
+    a worker that stopped on an unrecoverable error (such as kombu's
+    AttributeError on `None.hostname` while restoring unacked messages after
+    the Redis connection was lost) exits 0, which `Restart=on-failure` and
+    compose's `on-failure` read as a clean stop. The worker instance is
+    remembered when it starts (`worker_init`), and its `exitcode` is returned.
+    """
+    _workers.clear()
+    celery.start(argv=["worker", *argv])
+    if not _workers:
+        return 1  # the worker was never built (bad arguments were reported)
+    return int(getattr(_workers[-1], "exitcode", None) or 0)
+
+
+_workers: list[Any] = []
+
+
+@worker_init.connect  # type: ignore[untyped-decorator]
+def _remember_worker(sender: Any = None, **_: Any) -> None:
+    _workers.append(sender)
+
+
 @worker_process_init.connect  # type: ignore[untyped-decorator]
 def _tracing_after_fork(**_: Any) -> None:
     # Prefork children must set up their own tracer provider after the fork.
@@ -172,4 +205,4 @@ def _service_name() -> str:
     return "pressroom-worker-" + ("-".join(_queues_for_service) or "all")
 
 
-__all__ = ["make_celery", "pressroom_app", "set_worker_queues", "use_app"]
+__all__ = ["BROKER_MAX_RETRIES", "make_celery", "pressroom_app", "run_worker", "set_worker_queues", "use_app"]

@@ -69,6 +69,11 @@ class Settings(BaseSettings):
     connect_retry: float = Field(
         default=3.0, ge=0, description="seconds to keep retrying a refused database connection"
     )
+    broker_max_retries: int = Field(
+        default=60,
+        ge=1,
+        description="times a worker retries a lost broker connection before it exits non-zero",
+    )
     mcp_tokens: str | None = Field(
         default=None,
         description="HTTP MCP bearer tokens: 'TOKEN=NAME:cap1+cap2,…' (capabilities optional)",

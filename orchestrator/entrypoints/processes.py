@@ -48,16 +48,16 @@ def register(cli: click.Group, pass_ctx: Any) -> None:
         settings = Settings()
         if not settings.broker_url.startswith(("redis", "rediss", "amqp", "pyamqp")):
             raise InvalidInput("pressroom worker needs PRESSROOM_BROKER_URL=redis://… or amqp://…")
-        from orchestrator.celery_app import make_celery, set_worker_queues
+        from orchestrator.celery_app import make_celery, run_worker, set_worker_queues
         from orchestrator.observability import start_tracing
 
         set_worker_queues(names)
         if pool != "prefork":
             start_tracing("pressroom-worker-" + "-".join(names), settings)
-        celery = make_celery(settings.broker_url)
-        celery.worker_main(
+        celery = make_celery(settings.broker_url, max_retries=settings.broker_max_retries)
+        code = run_worker(
+            celery,
             [
-                "worker",
                 "-Q",
                 ",".join(names),
                 "--concurrency",
@@ -70,8 +70,10 @@ def register(cli: click.Group, pass_ctx: Any) -> None:
                 f"pressroom-{'-'.join(names)}@%h",
                 "--without-gossip",
                 "--without-mingle",
-            ]
+            ],
         )
+        if code:
+            raise SystemExit(code)  # non-zero: the supervisor restarts the worker
 
     @cli.command()
     @click.option("--once", is_flag=True, help="Send what is pending, sweep leases once, and exit.")
