@@ -30,7 +30,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Table, delete, func, select
@@ -61,6 +61,8 @@ class PruneReport:
     sagas: int = 0
     rows: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TABLES, 0))
     seconds: float = 0.0
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
 
     def as_dict(self) -> dict[str, Any]:
         from orchestrator.views import iso
@@ -73,6 +75,8 @@ class PruneReport:
             "rows": dict(self.rows),
             "total": sum(self.rows.values()),
             "seconds": round(self.seconds, 3),
+            "started_at": iso(self.started_at),
+            "finished_at": iso(self.finished_at),
         }
 
 
@@ -104,6 +108,7 @@ def prune(
         dry_run=dry_run,
     )
     started = time.perf_counter()
+    report.started_at = datetime.now(UTC)
     final = sorted(state.value for state in TERMINAL)
     last = ""
     while True:
@@ -129,6 +134,7 @@ def prune(
                     count = conn.execute(delete(table).where(where)).rowcount
                 report.rows[name] += int(count or 0)
     report.seconds = time.perf_counter() - started
+    report.finished_at = datetime.now(UTC)
     if not dry_run:
         for name, count in report.rows.items():
             metrics.record_pruned(name, count)
