@@ -102,3 +102,27 @@ def test_a_dead_letter_is_requeued_once_its_cause_is_fixed(db_url: str, tmp_path
     with pytest.raises(NotFound):
         operations.requeue_dead_letter(app, "no-such-letter", actor="olga")
     assert len(operations.list_dead_letters(app)["dead_letters"]) == 1
+
+
+def test_the_relay_prunes_on_its_schedule_with_retention_set(db_url: str, tmp_path: Path, corpus: Path) -> None:
+    from sqlalchemy import text
+
+    from orchestrator.store.retention import RetentionSchedule
+
+    app = make_app(db_url, tmp_path, retention="1d", reconcile_window="1d")
+    saga = ready_saga(app, corpus, [f"site:{tmp_path / 'site'}"])
+    services.approve(app, saga["saga_id"], version=saga["version"], actor="erin")
+    assert services.status(app, saga["saga_id"])["state"] == "succeeded"
+    old = datetime.now(UTC).replace(tzinfo=None) - timedelta(days=3)
+    with app.engine.begin() as conn:
+        conn.execute(text("UPDATE sagas SET updated_at = :t"), {"t": old})
+        conn.execute(text("UPDATE ledger SET updated_at = :t"), {"t": old})
+    clock = [0.0]
+    schedule = RetentionSchedule(3600, clock=lambda: clock[0])
+    assert operations.scheduled_prune(app, schedule) > 0
+    assert services.history(app, saga["saga_id"])["events"] == []
+    assert operations.scheduled_prune(app, schedule) == 0  # not due again for an hour
+    clock[0] += 3600
+    assert operations.scheduled_prune(app, schedule) == 0  # due, and nothing is left
+    unset = make_app(db_url, tmp_path)
+    assert operations.scheduled_prune(unset, RetentionSchedule(3600)) == 0
