@@ -19,10 +19,11 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
 from orchestrator.config import Settings
-from orchestrator.errors import RetryLater
+from orchestrator.errors import InvalidInput, NotFound, Refused, RetryLater
 from orchestrator.harness.engine import Harness
 from orchestrator.harness.registry import Registry
 from orchestrator.routing import queue_of
+from orchestrator.store import dead_letters
 from orchestrator.store.db import UnitOfWork, relaxed_commit, unit_of_work
 from orchestrator.store.harness_store import SqlHarnessStore, insert_event
 from orchestrator.store.tables import SagaRow
@@ -129,8 +130,12 @@ class App:
         try:
             handoff = Handoff.model_validate(env.payload)
         except ValidationError as exc:
-            log.error("dropped malformed message %s: %s", env.message_id, exc)
-            return "malformed"
+            log.error("malformed message %s set aside as a dead letter: %s", env.message_id, exc)
+            self.dead_letter(env, f"malformed handoff: {_explain(exc)}")
+            return "dead-letter"
+        if env.task not in self.handlers:
+            self.dead_letter(env, f"no handler for task {env.task!r}", work_id=handoff.work_id)
+            return "dead-letter"
         attrs = {names.ATTR_SAGA_ID: handoff.saga_id}
         with propagation.process_span(env.queue, env.message_id, self.broker.system, env.headers, attrs):
             with unit_of_work(self.engine) as uow:
@@ -160,6 +165,11 @@ class App:
                     detail={"message_id": env.message_id, "reason": str(exc)},
                 )
                 return "deferred"
+            except (InvalidInput, NotFound, Refused) as exc:
+                # No retry fixes this: set it aside instead of letting its lease bring it back.
+                log.error("message %s set aside as a dead letter: %s", env.message_id, exc)
+                self.dead_letter(env, f"{type(exc).__name__}: {exc}", work_id=handoff.work_id)
+                return "dead-letter"
             try:
                 with unit_of_work(self.engine) as uow:
                     if not claim(uow.session, env.message_id, consumer):
@@ -183,6 +193,20 @@ class App:
             with propagation.settle_span(env.queue, env.message_id, self.broker.system, attrs):
                 pass
         return "applied"
+
+    def dead_letter(self, env: Envelope, reason: str, *, work_id: str | None = None) -> str:
+        """Record `env` as a dead letter (row, event, metric); its id."""
+        return dead_letters.record(
+            self.engine,
+            reason=reason,
+            body=env.payload,
+            message_id=env.message_id,
+            task=env.task,
+            queue=env.queue,
+            headers=env.headers,
+            saga_id=dead_letters.saga_hint(env.payload),
+            work_id=work_id,
+        )
 
     # -- in-process delivery (inline://, the demo) -----------------------------
     def drain(self) -> int:
@@ -217,6 +241,11 @@ def saga_span(name: str, saga: SagaRow | None, attrs: dict[str, Any] | None = No
     attributes = {names.ATTR_SAGA_ID: saga.id} if saga is not None else {}
     with spans.open_span(name, {**attributes, **(attrs or {})}, context=parent):
         yield
+
+
+def _explain(exc: ValidationError) -> str:
+    parts = [f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in exc.errors()[:5]]
+    return "; ".join(parts)
 
 
 def noop(_uow: UnitOfWork) -> None:

@@ -79,7 +79,7 @@ def build_app(
     from roles.tools import role_tools
 
     settings = settings or Settings()
-    engine = make_engine(settings.database_url)
+    engine = make_engine(settings.database_url, connect_retry=settings.connect_retry)
     store = SqlHarnessStore(engine)
     key = settings.signing_key()
     opener = open_destination or (
@@ -117,9 +117,21 @@ def build_app(
         broker,
         grace=0.0 if isinstance(broker, InlineBroker) else settings.relay_grace,
         poll=settings.relay_poll,
-        sweepers=[lambda: sweep_leases(app)],
+        sweepers=[lambda: sweep_leases(app), *operations_sweepers(app)],
     )
     return app
+
+
+def operations_sweepers(app: App) -> list[Callable[[], int]]:
+    """Lapsed approvals back to review each sweep; PRESSROOM_RETENTION pruning hourly."""
+    from orchestrator import operations
+    from orchestrator.store.retention import RetentionSchedule
+
+    schedule = RetentionSchedule(operations.PRUNE_EVERY)
+    return [
+        lambda: operations.sweep_lapsed_approvals(app),
+        lambda: operations.scheduled_prune(app, schedule),
+    ]
 
 
 def sweep_leases(app: App) -> int:
@@ -157,4 +169,4 @@ def give_up(uow: UnitOfWork, work: WorkRow, attempts: int, store: HarnessStore) 
                 set_step(s, step, StepState.UNCERTAIN, actor="sweeper")
 
 
-__all__ = ["DENIED_TOOLS", "build_app", "give_up", "make_broker", "sweep_leases"]
+__all__ = ["DENIED_TOOLS", "build_app", "give_up", "make_broker", "operations_sweepers", "sweep_leases"]

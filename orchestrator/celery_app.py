@@ -12,14 +12,16 @@ import threading
 from typing import Any
 
 from celery import Celery, Task
-from celery.signals import worker_process_init
+from celery.signals import task_rejected, task_unknown, worker_init, worker_process_init
 from kombu import Exchange, Queue  # type: ignore[attr-defined]
 
 from orchestrator.app import App
 from orchestrator.routing import QUEUES, TASKS
+from orchestrator.store import dead_letters
 from outbox.messages import Envelope
 
-EXCHANGE = Exchange("pressroom", type="direct")  # type: ignore[no-untyped-call]
+EXCHANGE = Exchange("pressroom", type="direct", durable=True)  # type: ignore[no-untyped-call]
+BROKER_MAX_RETRIES = 60
 _app_lock = threading.Lock()
 _pressroom: App | None = None
 
@@ -42,7 +44,7 @@ def use_app(app: App | None) -> None:
         _pressroom = app
 
 
-def make_celery(broker_url: str) -> Celery:
+def make_celery(broker_url: str, *, max_retries: int = BROKER_MAX_RETRIES) -> Celery:
     celery = Celery("pressroom", broker=broker_url, set_as_current=False)
     celery.conf.update(
         task_acks_late=True,
@@ -52,12 +54,19 @@ def make_celery(broker_url: str) -> Celery:
         result_backend=None,
         task_serializer="json",
         accept_content=["json"],
-        task_queues=[Queue(q, EXCHANGE, routing_key=q) for q in QUEUES],  # type: ignore[no-untyped-call]
+        task_queues=[Queue(q, EXCHANGE, routing_key=q, durable=True) for q in QUEUES],  # type: ignore[no-untyped-call]
         task_routes={f"pressroom.{q}.*": {"queue": q, "routing_key": q} for q in QUEUES},
         task_default_exchange=EXCHANGE.name,
         task_default_queue="researcher",
         task_default_routing_key="researcher",
+        # A lost broker connection is retried (kombu's backoff: 2 s more each time,
+        # at most 30 s apart); after that many failures the worker gives up and
+        # exits non-zero, for its supervisor to restart (see `exit_status`).
+        broker_connection_retry=True,
         broker_connection_retry_on_startup=True,
+        broker_connection_max_retries=max_retries,
+        # RabbitMQ: queues survive a broker restart and messages are written to disk.
+        task_default_delivery_mode="persistent",
         worker_hijack_root_logger=False,
         worker_send_task_events=False,
         broker_transport_options={"visibility_timeout": 3600},
@@ -70,23 +79,111 @@ def make_celery(broker_url: str) -> Celery:
 def _register(celery: Celery, name: str) -> None:
     queue = TASKS[name]
 
-    def run(
-        self: Task,
-        payload: dict[str, Any],
-        message_id: str | None = None,
-        headers: dict[str, str] | None = None,
-    ) -> str:
+    def run(self: Task, *args: Any, **kwargs: Any) -> str:
+        # Arguments are checked here, not by Celery: a message of the wrong shape
+        # becomes a dead letter with its body instead of a failed task.
         request_headers = {k: v for k, v in (self.request.headers or {}).items() if isinstance(v, str)}
+        message_id = kwargs.get("message_id") or str(self.request.id)
+        headers = kwargs.get("headers") or request_headers
+        payload = args[0] if len(args) == 1 else kwargs.get("payload")
+        known = set(kwargs) <= {"payload", "message_id", "headers"} and len(args) <= 1
+        if not (known and isinstance(payload, dict) and isinstance(headers, dict)):
+            app = pressroom_app()
+            dead_letters.record(
+                app.engine,
+                reason="malformed message: expected one JSON object (the handoff) and "
+                "message_id/headers keywords",
+                body={"args": list(args), "kwargs": kwargs},
+                message_id=message_id,
+                task=name,
+                queue=queue,
+                saga_id=dead_letters.saga_hint(payload),
+            )
+            return "dead-letter"
         env = Envelope(
-            message_id=message_id or str(self.request.id),
+            message_id=message_id,
             task=name,
             queue=queue,
             payload=payload,
-            headers=headers or request_headers,
+            headers={k: v for k, v in headers.items() if isinstance(v, str)},
         )
         return pressroom_app().handle(env)
 
-    celery.task(name=name, bind=True, acks_late=True, reject_on_worker_lost=True, shared=False)(run)
+    celery.task(name=name, bind=True, acks_late=True, reject_on_worker_lost=True, shared=False, typing=False)(
+        run
+    )
+
+
+def _body_of(message: Any) -> Any:
+    import json
+
+    body = getattr(message, "body", None)
+    if isinstance(body, bytes):
+        body = body.decode("utf-8", errors="replace")
+    try:
+        return json.loads(body) if isinstance(body, str) else body
+    except ValueError:
+        return body
+
+
+@task_unknown.connect  # type: ignore[untyped-decorator]
+def _unknown_task(message: Any = None, name: str | None = None, id: str | None = None, **_: Any) -> None:
+    # A task name no worker registers: set it aside instead of dropping it.
+    app = pressroom_app()
+    info = getattr(message, "delivery_info", None) or {}
+    dead_letters.record(
+        app.engine,
+        reason=f"no task named {name!r} is registered",
+        body=_body_of(message),
+        message_id=id,
+        task=name,
+        queue=info.get("routing_key"),
+        headers=getattr(message, "headers", None) or {},
+    )
+
+
+@task_rejected.connect  # type: ignore[untyped-decorator]
+def _rejected(message: Any = None, exc: BaseException | None = None, **_: Any) -> None:
+    # Content the worker will not decode (another serializer) or an invalid task message.
+    app = pressroom_app()
+    info = getattr(message, "delivery_info", None) or {}
+    headers = getattr(message, "headers", None) or {}
+    dead_letters.record(
+        app.engine,
+        reason=f"rejected by the worker: {exc!r}"
+        if exc
+        else "rejected by the worker: unknown message format",
+        body=_body_of(message),
+        message_id=headers.get("id") if isinstance(headers, dict) else None,
+        task=headers.get("task") if isinstance(headers, dict) else None,
+        queue=info.get("routing_key"),
+        headers=headers if isinstance(headers, dict) else {},
+    )
+
+
+def run_worker(celery: Celery, argv: list[str]) -> int:
+    """Run `celery worker` and return its exit status.
+
+    `Celery.worker_main` (and `Celery.start`) drop the status the worker set:
+    a worker that stopped on an unrecoverable error (such as kombu's
+    AttributeError on `None.hostname` while restoring unacked messages after
+    the Redis connection was lost) exits 0, which `Restart=on-failure` and
+    compose's `on-failure` read as a clean stop. The worker instance is
+    remembered when it starts (`worker_init`), and its `exitcode` is returned.
+    """
+    _workers.clear()
+    celery.start(argv=["worker", *argv])
+    if not _workers:
+        return 1  # the worker was never built (bad arguments were reported)
+    return int(getattr(_workers[-1], "exitcode", None) or 0)
+
+
+_workers: list[Any] = []
+
+
+@worker_init.connect  # type: ignore[untyped-decorator]
+def _remember_worker(sender: Any = None, **_: Any) -> None:
+    _workers.append(sender)
 
 
 @worker_process_init.connect  # type: ignore[untyped-decorator]
@@ -108,4 +205,4 @@ def _service_name() -> str:
     return "pressroom-worker-" + ("-".join(_queues_for_service) or "all")
 
 
-__all__ = ["make_celery", "pressroom_app", "set_worker_queues", "use_app"]
+__all__ = ["BROKER_MAX_RETRIES", "make_celery", "pressroom_app", "run_worker", "set_worker_queues", "use_app"]

@@ -53,6 +53,27 @@ class Settings(BaseSettings):
     model: str | None = None
     model_base_url: str | None = None
     model_api_key: SecretStr | None = None
+    retention: float | None = Field(
+        default=None,
+        description="a duration (e.g. 30d): the relay prunes finished sagas' bookkeeping older than it; "
+        "unset: never",
+    )
+    reconcile_window: float = Field(
+        default=7 * 86400.0,
+        description="a duration: ledger rows younger than this are never pruned (a replay or a "
+        "reconcile may still need them)",
+    )
+    review_reminder: float | None = Field(
+        default=None, description="a duration: sagas in ready-for-review longer than this are overdue"
+    )
+    connect_retry: float = Field(
+        default=3.0, ge=0, description="seconds to keep retrying a refused database connection"
+    )
+    broker_max_retries: int = Field(
+        default=60,
+        ge=1,
+        description="times a worker retries a lost broker connection before it exits non-zero",
+    )
     mcp_tokens: str | None = Field(
         default=None,
         description="HTTP MCP bearer tokens: 'TOKEN=NAME:cap1+cap2,…' (capabilities optional)",
@@ -64,6 +85,18 @@ class Settings(BaseSettings):
         if not value.startswith(("sqlite:", "postgresql")):
             raise ValueError("database URL must be sqlite:///PATH or postgresql+psycopg://…")
         return value
+
+    @field_validator("retention", "reconcile_window", "review_reminder", mode="before")
+    @classmethod
+    def _duration(cls, value: object) -> object:
+        if value is None or value == "":
+            return None
+        from orchestrator.durations import seconds
+
+        try:
+            return seconds(value if isinstance(value, int | float) else str(value))
+        except Exception as exc:
+            raise ValueError(str(exc)) from None
 
     def roots(self) -> list[Path]:
         """The allowed roots, resolved; empty when any folder is allowed."""

@@ -11,6 +11,7 @@
     │   ├── ApprovalRefused     wrong binding, expired, used, or self-approval
     │   ├── PolicyRefused       capability or risk class says no
     │   └── IdempotencyConflict same business key, different arguments
+    ├── ServiceUnavailable      exit 5: the database or the broker cannot be reached
     ├── ApprovalRequired        an outcome, not a failure: a person must approve
     ├── EffectUnknown           an outcome: a side effect may have happened
     ├── RetryLater              not now: the work's lease brings it back
@@ -82,6 +83,12 @@ class IdempotencyConflict(Refused):
     pass
 
 
+class ServiceUnavailable(PressroomError):
+    """A service (database, broker) could not be reached; the command may be retried."""
+
+    exit_code = 5
+
+
 class ApprovalRequired(PressroomError):
     exit_code = 4
 
@@ -114,6 +121,7 @@ EXIT_OK = 0
 EXIT_BAD_INPUT = 2
 EXIT_NOT_FOUND = 3
 EXIT_REFUSED = 4
+EXIT_UNAVAILABLE = 5
 
 
 def exit_code_for(error: BaseException) -> int:
@@ -138,6 +146,8 @@ __all__ = [
     "PressroomError",
     "Refused",
     "RetryLater",
+    "ServiceUnavailable",
     "StaleVersion",
     "exit_code_for",
+    "EXIT_UNAVAILABLE",
 ]

@@ -8,19 +8,20 @@ broker, queued work is delivered before the call returns.
 from __future__ import annotations
 
 import difflib
-import re
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlmodel import Session, col, select
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session
 
-from orchestrator import views
+from orchestrator import durations, paging, views
 from orchestrator.app import App, saga_span
 from orchestrator.errors import ApprovalRefused, InvalidInput, NotFound, Refused, StaleVersion
 from orchestrator.harness.approvals import ApprovalBinding, mint, session_for
 from orchestrator.harness.capabilities import ROLE_CAPABILITIES
 from orchestrator.routing import DRAFT, PUBLISH, RESEARCH, REVIEW
+from orchestrator.store import submit_requests
 from orchestrator.store.db import unit_of_work
 from orchestrator.store.harness_store import add_event, approval_row
 from orchestrator.store.tables import SagaRow, utcnow
@@ -30,7 +31,6 @@ from sagas.machine import SagaEvent, SagaState
 from telemetry import metrics, propagation, spans
 
 MAX_BRIEF = 4000
-MAX_DURATION_DAYS = 36600  # a hundred years and then some
 
 
 def _name(value: str, what: str = "--as") -> str:
@@ -51,18 +51,20 @@ def _within(roots: list[Path], path: Path, what: str) -> None:
 
 def parse_duration(text: str) -> timedelta:
     """`90`, `90s`, `30m`, `2h`, `1d` → a positive timedelta."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", text or "")
-    if not m:
-        raise InvalidInput(f"not a duration: {text!r} (use e.g. 90s, 30m, 2h, 1d)")
-    value = float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
-    if value <= 0:
-        raise InvalidInput("a duration must be positive")
-    if value > MAX_DURATION_DAYS * 86400:  # also keeps `now + duration` a representable date
-        raise InvalidInput(f"a duration must be at most {MAX_DURATION_DAYS}d, got {text.strip()[:40]!r}")
-    return timedelta(seconds=value)
+    return durations.parse_duration(text)
 
 
-def submit(app: App, *, brief: str, corpus: str, destinations: list[str], actor: str) -> dict[str, Any]:
+def submit(
+    app: App,
+    *,
+    brief: str,
+    corpus: str,
+    destinations: list[str],
+    actor: str,
+    request_id: str | None = None,
+) -> dict[str, Any]:
+    """Start a saga. With `request_id`, a retry returns the saga the first call made
+    (`"replayed": true`) instead of making another."""
     brief = (brief or "").strip()
     if not brief:
         raise InvalidInput("the brief is empty")
@@ -85,6 +87,40 @@ def submit(app: App, *, brief: str, corpus: str, destinations: list[str], actor:
     if len(set(destinations)) != len(destinations):
         raise InvalidInput("a destination is named twice")
     actor = _name(actor)
+    digest = ""
+    if request_id is not None:
+        request_id = submit_requests.check_request_id(request_id)
+        digest = submit_requests.args_digest(
+            brief=brief, corpus=str(root.resolve()), destinations=list(destinations), actor=actor
+        )
+        with Session(app.engine) as s:
+            made = submit_requests.find(s, request_id, digest)
+        if made is not None:
+            return {**status(app, made), "request_id": request_id, "replayed": True}
+    try:
+        saga_id = _start_saga(app, brief, root, destinations, actor, request_id, digest)
+    except IntegrityError:
+        if request_id is None:
+            raise
+        with Session(app.engine) as s:  # a twin of this request committed first
+            made = submit_requests.find(s, request_id, digest)
+        if made is None:
+            raise
+        return {**status(app, made), "request_id": request_id, "replayed": True}
+    app.drain()
+    out = status(app, saga_id)
+    return {**out, "request_id": request_id, "replayed": False} if request_id else out
+
+
+def _start_saga(
+    app: App,
+    brief: str,
+    root: Path,
+    destinations: list[str],
+    actor: str,
+    request_id: str | None,
+    digest: str,
+) -> str:
     with unit_of_work(app.engine) as uow:
         saga = SagaRow(
             brief=brief,
@@ -112,16 +148,27 @@ def submit(app: App, *, brief: str, corpus: str, destinations: list[str], actor:
                 task=RESEARCH,
                 capabilities=tuple(sorted(ROLE_CAPABILITIES["researcher"])),
             )
-        saga_id = saga.id
-    app.drain()
-    return status(app, saga_id)
+            if request_id is not None:
+                submit_requests.record(uow.session, request_id, saga.id, digest)
+        return saga.id
 
 
-def status(app: App, saga_id: str | None = None) -> dict[str, Any]:
+def status(
+    app: App,
+    saga_id: str | None = None,
+    *,
+    limit: int | None = None,
+    after: str | None = None,
+    waiting: bool = False,
+) -> dict[str, Any]:
+    """One saga, or a page of sagas (`paging.list_sagas`); `waiting`: only those in
+    ready-for-review longer than PRESSROOM_REVIEW_REMINDER (all of them when unset)."""
     with Session(app.engine) as s:
         if saga_id is None:
-            rows = s.exec(select(SagaRow).order_by(col(SagaRow.created_at).desc()).limit(200)).all()
-            return {"sagas": [views.saga_summary(s, row) for row in rows]}
+            since = utcnow() - timedelta(seconds=app.settings.review_reminder or 0) if waiting else None
+            return paging.list_sagas(s, limit=limit, after=after, waiting_since=since)
+        if limit is not None or after or waiting:
+            raise InvalidInput("--limit, --after and --waiting list sagas; leave out the saga id")
         return views.saga_status(s, records.find_saga(s, saga_id))
 
 

@@ -13,6 +13,9 @@ nothing when metrics are off.
 | pressroom.outbox.lag              | histogram             | s      | messaging.destination.name     |
 | pressroom.destination.duration    | histogram             | s      | scheme, pressroom.outcome      |
 | pressroom.effect_unknown          | counter               | {step} | pressroom.destination.scheme   |
+| pressroom.dead_letters            | counter               | {message} | messaging.destination.name  |
+| pressroom.reviews.overdue         | async gauge           | {saga} |                                |
+| pressroom.pruned                  | counter               | {row}  | pressroom.table                |
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ from opentelemetry.metrics import CallbackOptions, Counter, Histogram, MeterProv
 from telemetry import names
 
 SagaStateSource = Callable[[], Mapping[str, int]]
+OverdueSource = Callable[[], int]
+"""Returns the number of sagas waiting in ready-for-review past PRESSROOM_REVIEW_REMINDER."""
 """Returns the number of sagas in each state, e.g. `{"executing": 2, "succeeded": 40}`."""
 
 # Seconds, not the SDK's default millisecond-shaped buckets.
@@ -44,12 +49,15 @@ class _Instruments:
     outbox_lag: Histogram
     destination_duration: Histogram
     effect_unknown: Counter
+    dead_letters: Counter
+    pruned: Counter
 
 
 _lock = threading.Lock()
 _provider: MeterProvider | None = None
 _instruments: _Instruments | None = None
 _saga_states: SagaStateSource | None = None
+_overdue: OverdueSource | None = None
 
 
 def use_meter_provider(provider: MeterProvider | None) -> None:
@@ -71,6 +79,24 @@ def set_saga_state_counter(callback: SagaStateSource | None) -> None:
     global _saga_states
     _saga_states = callback
     _current()
+
+
+def set_overdue_reviews_counter(callback: OverdueSource | None) -> None:
+    """Register the function that counts overdue reviews (read at each collection)."""
+    global _overdue
+    _overdue = callback
+    _current()
+
+
+def record_dead_letter(queue: str | None) -> None:
+    """A message was set aside as a dead letter."""
+    _current().dead_letters.add(1, {names.MESSAGING_DESTINATION_NAME: queue or "unknown"})
+
+
+def record_pruned(table: str, rows: int) -> None:
+    """Retention removed `rows` rows from `table`."""
+    if rows:
+        _current().pruned.add(rows, {names.ATTR_TABLE: table})
 
 
 def record_saga_finished(state: str, seconds: float) -> None:
@@ -112,6 +138,11 @@ def _observe_sagas(options: CallbackOptions) -> Iterable[Observation]:
     return [Observation(count, {names.ATTR_SAGA_STATE: state}) for state, count in source().items()]
 
 
+def _observe_overdue(options: CallbackOptions) -> Iterable[Observation]:
+    source = _overdue
+    return [] if source is None else [Observation(source())]
+
+
 def _current() -> _Instruments:
     global _instruments
     provider = current_meter_provider()
@@ -128,6 +159,12 @@ def _build(provider: MeterProvider) -> _Instruments:
     meter = provider.get_meter(names.SCOPE)
     meter.create_observable_up_down_counter(
         names.METRIC_SAGAS, callbacks=[_observe_sagas], unit="{saga}", description="Sagas by state"
+    )
+    meter.create_observable_gauge(
+        names.METRIC_REVIEWS_OVERDUE,
+        callbacks=[_observe_overdue],
+        unit="{saga}",
+        description="Sagas waiting in ready-for-review longer than PRESSROOM_REVIEW_REMINDER",
     )
     return _Instruments(
         provider=provider,
@@ -160,13 +197,25 @@ def _build(provider: MeterProvider) -> _Instruments:
             unit="{step}",
             description="Steps whose side effect may or may not have happened",
         ),
+        dead_letters=meter.create_counter(
+            names.METRIC_DEAD_LETTERS,
+            unit="{message}",
+            description="Messages set aside: unparseable, or failed in a way no retry fixes",
+        ),
+        pruned=meter.create_counter(
+            names.METRIC_PRUNED, unit="{row}", description="Rows removed by retention"
+        ),
     )
 
 
 __all__ = [
     "SagaStateSource",
     "current_meter_provider",
+    "OverdueSource",
     "record_approval_wait",
+    "record_dead_letter",
+    "record_pruned",
+    "set_overdue_reviews_counter",
     "record_destination_latency",
     "record_effect_unknown",
     "record_outbox_lag",

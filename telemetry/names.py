@@ -69,6 +69,10 @@ METRIC_APPROVAL_WAIT: Final = "pressroom.approval.wait"
 METRIC_OUTBOX_LAG: Final = "pressroom.outbox.lag"
 METRIC_DESTINATION_DURATION: Final = "pressroom.destination.duration"
 METRIC_EFFECT_UNKNOWN: Final = "pressroom.effect_unknown"
+METRIC_DEAD_LETTERS: Final = "pressroom.dead_letters"
+METRIC_REVIEWS_OVERDUE: Final = "pressroom.reviews.overdue"
+METRIC_PRUNED: Final = "pressroom.pruned"
+ATTR_TABLE: Final = "pressroom.table"
 
 # -- service names (resource `service.name`) -----------------------------------
 SERVICE_API: Final = "pressroom-api"
@@ -104,6 +108,10 @@ __all__ = [
     "MESSAGING_OPERATION_TYPE",
     "MESSAGING_SYSTEM",
     "METRIC_APPROVAL_WAIT",
+    "METRIC_DEAD_LETTERS",
+    "METRIC_PRUNED",
+    "METRIC_REVIEWS_OVERDUE",
+    "ATTR_TABLE",
     "METRIC_DESTINATION_DURATION",
     "METRIC_EFFECT_UNKNOWN",
     "METRIC_OUTBOX_LAG",

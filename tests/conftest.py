@@ -26,6 +26,7 @@ SAMPLE_CORPUS = ROOT / "roles" / "sample_corpus"
 PRESSROOM = str(Path(sys.executable).parent / "pressroom")
 DEFAULT_PG = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 DEFAULT_REDIS = "redis://127.0.0.1:6379/0"
+DEFAULT_AMQP = "amqp://guest:guest@127.0.0.1:5672//"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -96,6 +97,20 @@ def redis_url(redis_base_url: str) -> str:
 
     url = redis_base_url.rsplit("/", 1)[0] + "/" + os.environ.get("PRESSROOM_TEST_REDIS_DB", "7")
     redis.Redis.from_url(url).flushdb()
+    return url
+
+
+@pytest.fixture(scope="session")
+def amqp_url() -> str:
+    """The local RabbitMQ (`PRESSROOM_TEST_AMQP_URL`), checked with a real connection."""
+    url = os.environ.get("PRESSROOM_TEST_AMQP_URL", DEFAULT_AMQP)
+    try:
+        from kombu import Connection
+
+        with Connection(url, connect_timeout=3) as conn:
+            conn.ensure_connection(max_retries=1)
+    except Exception as exc:
+        _unavailable("RabbitMQ", str(exc))
     return url
 
 

@@ -2,13 +2,15 @@
 
 `main(argv) -> int`; exceptions become exit codes in one place
 (`errors.exit_code_for`): 0 ok, 2 bad input, 3 not found, 4 refused (also
-when the work a command drove inline ended `failed` or `effect-unknown`).
+when the work a command drove inline ended `failed` or `effect-unknown`),
+5 a service unreachable (`store.outage`).
 `--json` prints exactly one JSON object on stdout.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -17,7 +19,7 @@ import click
 
 from orchestrator.entrypoints.lazy import lazy_module
 from orchestrator.entrypoints.outcome import check as check_outcome
-from orchestrator.errors import EXIT_BAD_INPUT, PressroomError, exit_code_for
+from orchestrator.errors import EXIT_BAD_INPUT, EXIT_UNAVAILABLE, PressroomError, exit_code_for
 
 if TYPE_CHECKING:
     from orchestrator import services
@@ -70,22 +72,40 @@ def cli() -> None:
     "--dest", "dests", multiple=True, required=True, help="site:PATH, git:PATH or webhook:URL (repeatable)."
 )
 @click.option("--as", "actor", default="submitter", show_default=True, help="Who submits.")
+@click.option("--request-id", default=None, help="Makes a retried submit return the saga the first one made.")
 @click.option("--json", "as_json", is_flag=True)
 @pass_ctx
-def submit(ctx: Ctx, brief: str, corpus: str, dests: tuple[str, ...], actor: str, as_json: bool) -> None:
+def submit(
+    ctx: Ctx,
+    brief: str,
+    corpus: str,
+    dests: tuple[str, ...],
+    actor: str,
+    request_id: str | None,
+    as_json: bool,
+) -> None:
     """Start a saga: research, write and review a brief."""
-    out = services.submit(ctx.app(), brief=brief, corpus=corpus, destinations=list(dests), actor=actor)
+    out = services.submit(
+        ctx.app(), brief=brief, corpus=corpus, destinations=list(dests), actor=actor, request_id=request_id
+    )
     emit(out, as_json, render.status)
     check_outcome(out)
 
 
 @cli.command()
 @click.argument("saga_id", required=False)
+@click.option("--limit", type=int, default=None, help="Sagas per page (default 200, at most 1000).")
+@click.option("--after", default=None, help="The `next` cursor of the previous page.")
+@click.option(
+    "--waiting", is_flag=True, help="Only sagas in ready-for-review past PRESSROOM_REVIEW_REMINDER."
+)
 @click.option("--json", "as_json", is_flag=True)
 @pass_ctx
-def status(ctx: Ctx, saga_id: str | None, as_json: bool) -> None:
-    """One saga's state and destinations, or every saga."""
-    out = services.status(ctx.app(), saga_id)
+def status(
+    ctx: Ctx, saga_id: str | None, limit: int | None, after: str | None, waiting: bool, as_json: bool
+) -> None:
+    """One saga's state and destinations, or a page of sagas, newest first."""
+    out = services.status(ctx.app(), saga_id, limit=limit, after=after, waiting=waiting)
     emit(out, as_json, render.status if saga_id else render.saga_list)
 
 
@@ -207,15 +227,54 @@ from orchestrator.entrypoints import audit_cli  # noqa: E402  (registers `audit 
 
 audit_cli.register(cli, pass_ctx)
 
+from orchestrator.entrypoints import ops_cli  # noqa: E402  (registers db, prune, dead-letters)
+
+ops_cli.register(cli, pass_ctx)
+
 
 def _error(message: str) -> None:
     """One line on stderr, never wrapped: scripts grep it."""
     sys.stderr.write("error: " + " ".join(message.split()) + "\n")
 
 
+LONG_RUNNING = frozenset({"worker", "relay", "serve", "mcp", "demo", "eval", "evidence"})
+
+
+class _CommandLog(logging.Handler):
+    """A short command's log records, held until it ends, then one line each on
+    stderr; dropped when the command ends with exit 5, whose one line says it all."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.held: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.held.append(f"{record.levelname.lower()}: " + " ".join(record.getMessage().split()))
+
+    def finish(self, code: int) -> None:
+        logging.getLogger().removeHandler(self)
+        if code != EXIT_UNAVAILABLE:
+            for line in self.held:
+                sys.stderr.write(line + "\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    args = list(argv) if argv is not None else sys.argv[1:]
+    if args and args[0] in LONG_RUNNING:
+        return _main(args)
+    held = _CommandLog()
+    logging.getLogger().addHandler(held)
+    code = 1
     try:
-        cli.main(args=list(argv) if argv is not None else None, prog_name="pressroom", standalone_mode=False)
+        code = _main(args)
+    finally:
+        held.finish(code)
+    return code
+
+
+def _main(args: list[str]) -> int:
+    try:
+        cli.main(args=args, prog_name="pressroom", standalone_mode=False)
     except click.exceptions.Exit as exc:
         return int(exc.exit_code or 0)
     except click.Abort:
@@ -230,6 +289,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PressroomError as exc:
         _error(str(exc))
         return exit_code_for(exc)
+    except Exception as exc:
+        # Imported here so that `--help` loads neither pydantic nor the database driver.
+        from pydantic import ValidationError
+
+        from orchestrator.store.outage import unreachable
+
+        if isinstance(exc, ValidationError) and exc.title == "Settings":
+            first = exc.errors(include_url=False)[0]  # a PRESSROOM_* setting that does not parse
+            _error(f"setting PRESSROOM_{str(first['loc'][0]).upper()}: {first['msg']}")
+            return EXIT_BAD_INPUT
+        down = unreachable(exc)
+        if down is None:
+            raise
+        _error(str(down))
+        return exit_code_for(down)
     return 0
 
 

@@ -3,9 +3,10 @@
 The API mirrors the CLI contract (DESIGN.md): each route returns the dict the
 matching service returns, unchanged.
 
-    GET  /api/sagas                          {"sagas": [...]}           (status)
+    GET  /api/sagas?limit=&after=&waiting=   {"sagas": [...], "has_more", "next"}  (status, paged)
     POST /api/sagas                          201, the new saga's status (submit)
-         {"brief", "corpus", "destinations": [...], "as"}
+         {"brief", "corpus", "destinations": [...], "as"}; an `Idempotency-Key`
+         header makes a retry answer 200 with the saga the first call made
     GET  /api/sagas/{id}                     status
     GET  /api/sagas/{id}/versions/{n}        show
     GET  /api/sagas/{id}/history             history
@@ -17,7 +18,8 @@ matching service returns, unchanged.
 
 Errors are `{"error": message, "kind": class name}` with the status from
 `http_support.status_for`: InvalidInput (and a body that is not JSON, or not
-the expected object) 400, NotFound 404, Refused and its children 409. The
+the expected object) 400, NotFound 404, Refused and its children 409, an
+unreachable database 503. The
 pages are in `web.py`; blocking service calls run in Starlette's threadpool.
 
 Security, stated plainly: there is no authentication. Whoever reaches the
@@ -41,6 +43,7 @@ from collections.abc import Iterable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
+from sqlalchemy.exc import DBAPIError
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -56,6 +59,7 @@ from orchestrator.entrypoints.http_support import LOOPBACK_HOSTS, Guard, media_t
 from orchestrator.entrypoints.web import WebPages
 from orchestrator.errors import InvalidInput, PressroomError
 from orchestrator.harness.parse import ParseRefused, strict_loads
+from orchestrator.store.outage import unreachable
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +161,17 @@ class Api:
         ]
 
     async def list_sagas(self, request: Request) -> Response:
-        return JSONResponse(await run_in_threadpool(services.status, self.app))
+        q = request.query_params
+        raw_limit = q.get("limit")
+        if raw_limit is not None and not raw_limit.isdigit():
+            raise InvalidInput("limit must be a whole number")
+        limit = int(raw_limit) if raw_limit is not None else None
+        waiting = q.get("waiting", "").lower() in ("1", "true", "yes")
+
+        def call() -> dict[str, Any]:
+            return services.status(self.app, limit=limit, after=q.get("after") or None, waiting=waiting)
+
+        return JSONResponse(await run_in_threadpool(call))
 
     async def status(self, request: Request) -> Response:
         return JSONResponse(
@@ -180,6 +194,7 @@ class Api:
 
     async def submit(self, request: Request) -> Response:
         body = await json_body(request, SubmitBody)
+        request_id = request.headers.get("idempotency-key")
 
         def call() -> dict[str, Any]:
             return services.submit(
@@ -188,10 +203,12 @@ class Api:
                 corpus=body.corpus,
                 destinations=body.destinations,
                 actor=body.actor,
+                request_id=request_id,
             )
 
         out = await run_in_threadpool(call)
-        return JSONResponse(out, status_code=201, headers={"location": f"/api/sagas/{out['saga_id']}"})
+        code = 200 if out.get("replayed") else 201
+        return JSONResponse(out, status_code=code, headers={"location": f"/api/sagas/{out['saga_id']}"})
 
     async def approve(self, request: Request) -> Response:
         body = await json_body(request, ApproveBody)
@@ -259,6 +276,13 @@ async def _on_pressroom_error(request: Request, exc: Exception) -> Response:
     return _error_response(request, code, str(exc), type(exc).__name__)
 
 
+async def _on_database_error(request: Request, exc: Exception) -> Response:
+    down = unreachable(exc)
+    if down is None:
+        raise exc
+    return _error_response(request, 503, str(down), type(down).__name__)
+
+
 async def _on_http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     kind = _HTTP_KINDS.get(exc.status_code, "HTTPError")
@@ -277,7 +301,11 @@ def create_app(
     return Starlette(
         routes=[*Api(app).routes(), *web.routes()],
         middleware=[Middleware(Guard, allowed_hosts=allowed_hosts)],
-        exception_handlers={PressroomError: _on_pressroom_error, HTTPException: _on_http_error},
+        exception_handlers={
+            PressroomError: _on_pressroom_error,
+            HTTPException: _on_http_error,
+            DBAPIError: _on_database_error,
+        },
     )
 
 

@@ -49,16 +49,16 @@ def register(cli: click.Group, pass_ctx: Any) -> None:
         settings = Settings()
         if not settings.broker_url.startswith(("redis", "rediss", "amqp", "pyamqp")):
             raise InvalidInput("pressroom worker needs PRESSROOM_BROKER_URL=redis://… or amqp://…")
-        from orchestrator.celery_app import make_celery, set_worker_queues
+        from orchestrator.celery_app import make_celery, run_worker, set_worker_queues
         from orchestrator.observability import start_tracing
 
         set_worker_queues(names)
         if pool != "prefork":
             start_tracing("pressroom-worker-" + "-".join(names), settings)
-        celery = make_celery(settings.broker_url)
-        celery.worker_main(
+        celery = make_celery(settings.broker_url, max_retries=settings.broker_max_retries)
+        code = run_worker(
+            celery,
             [
-                "worker",
                 "-Q",
                 ",".join(names),
                 "--concurrency",
@@ -71,8 +71,10 @@ def register(cli: click.Group, pass_ctx: Any) -> None:
                 f"pressroom-{'-'.join(names)}@%h",
                 "--without-gossip",
                 "--without-mingle",
-            ]
+            ],
         )
+        if code:
+            raise SystemExit(code)  # non-zero: the supervisor restarts the worker
 
     @cli.command()
     @click.option("--once", is_flag=True, help="Send what is pending, sweep leases once, and exit.")
@@ -80,11 +82,13 @@ def register(cli: click.Group, pass_ctx: Any) -> None:
     def relay(ctx: Any, once: bool) -> None:
         """The outbox relay: unsent rows to the broker, and lease recovery."""
         from orchestrator.observability import count_sagas_by_state
-        from telemetry.metrics import set_saga_state_counter
+        from orchestrator.operations import count_overdue_reviews
+        from telemetry.metrics import set_overdue_reviews_counter, set_saga_state_counter
 
         app = ctx.app("pressroom-relay")
         assert app.relay is not None
         set_saga_state_counter(count_sagas_by_state(app.engine))
+        set_overdue_reviews_counter(count_overdue_reviews(app))
         if once:
             sent = app.relay.run_once()
             recovered = app.relay.sweep()

@@ -96,6 +96,8 @@ def saga_list(payload: dict[str, Any]) -> None:
             escape(s.get("title") or ""),
         )
     out.print(table)
+    if payload.get("next"):
+        out.print(f"more: --after {payload['next']}", markup=False)
 
 
 def version(v: dict[str, Any]) -> None:

@@ -2,7 +2,8 @@
 
 SQLite (the default) runs in WAL mode with a busy timeout so a relay, workers
 and the CLI can share one file; PostgreSQL is used by URL. The schema is
-created on first use. A `UnitOfWork` is one transaction; callbacks queued with
+upgraded to the head migration on first use (`orchestrator.store.schema`),
+under a lock. A `UnitOfWork` is one transaction; callbacks queued with
 `after_commit` run only once it committed (used to hand fresh outbox rows to
 the broker straight away, leaving the relay only what was not sent).
 """
@@ -19,10 +20,9 @@ from typing import Any
 
 from sqlalchemy import event, text
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, SQLModel, create_engine
+from sqlmodel import Session, create_engine
 
-import orchestrator.store.tables  # noqa: F401
-import outbox.tables  # noqa: F401  (registers the outbox and inbox tables)
+from orchestrator.store import outage, schema
 
 log = logging.getLogger(__name__)
 WRITE_OPTION = "pressroom_write"
@@ -39,8 +39,8 @@ def is_postgres(url: str) -> bool:
     return url.startswith("postgresql")
 
 
-def make_engine(url: str) -> Engine:
-    """An engine for `url`, with the schema created on first use."""
+def make_engine(url: str, *, upgrade: bool = True, connect_retry: float = 3.0) -> Engine:
+    """An engine for `url`, with the schema upgraded on first use (unless `upgrade` is False)."""
     if is_sqlite(url):
         path = url.split("///", 1)[1] if "///" in url else ""
         if path and path != ":memory:":
@@ -54,7 +54,9 @@ def make_engine(url: str) -> Engine:
         # No pre-ping (a round trip on every checkout): a connection broken by a
         # server restart fails its one operation, which the lease or the relay retries.
         engine = create_engine(url, pool_size=5, max_overflow=5, pool_recycle=300)
-    create_schema(engine)
+        outage.retry_connect(engine, connect_retry)
+    if upgrade:
+        create_schema(engine)
     _engines.append(engine)
     return engine
 
@@ -109,18 +111,21 @@ def relaxed_commit(session: Session) -> None:
         session.connection().exec_driver_sql("SET LOCAL synchronous_commit = off")
 
 
-def create_schema(engine: Engine) -> None:
+def create_schema(engine: Engine) -> schema.Upgrade | None:
+    """Upgrade the database to the head migration, once per process and URL;
+    what was done, or None when this process had done it already."""
     key = str(engine.url)
     with _schema_lock:
         if key in _schema_done:
-            return
-        # Several processes may start at once: serialize schema creation
+            return None
+        # Several processes may start at once: serialize the upgrade
         # (PostgreSQL: an advisory lock; SQLite: BEGIN IMMEDIATE).
         with engine.execution_options(**{WRITE_OPTION: True}).begin() as conn:
             if engine.dialect.name == "postgresql":
                 conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": SCHEMA_LOCK_KEY})
-            SQLModel.metadata.create_all(conn)
+            done = schema.upgrade(conn)
         _schema_done.add(key)
+        return done
 
 
 class UnitOfWork:

@@ -85,7 +85,8 @@ def test_bad_input_is_one_line_with_the_documented_exit_code(cli: Cli, args: lis
 def test_bad_input_writes_nothing(cli: Cli) -> None:
     assert cli.run("submit", "--brief", "x", "--corpus", "/no/such", "--dest", "site:/tmp/x").returncode == 2
     assert cli.run("submit", "--brief", "x", "--corpus", ".", "--dest", "nope:x").returncode == 2
-    assert cli.json("status") == {"sagas": []}
+    listed = cli.json("status")
+    assert listed["sagas"] == [] and listed["has_more"] is False and listed["next"] is None
 
 
 def test_approval_refusals_exit_4_and_publish_nothing(cli: Cli, corpus: Path, tmp_path: Path) -> None:

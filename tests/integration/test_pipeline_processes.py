@@ -1,10 +1,12 @@
-"""The whole pipeline as separate OS processes on Redis + PostgreSQL:
-relay and worker processes, driven through the CLI from submit to succeeded."""
+"""The whole pipeline as separate OS processes on PostgreSQL with Redis, and
+again with RabbitMQ: relay and worker processes, driven through the CLI from
+submit to succeeded."""
 
 from __future__ import annotations
 
 import hashlib
 import subprocess
+import uuid
 from pathlib import Path
 
 import pytest
@@ -13,11 +15,16 @@ from tests.conftest import base_env
 from tests.support.processes import Processes, cli_json, saga_state, wait_until
 
 
+@pytest.fixture(params=["redis", "amqp"])
+def broker_url(request: pytest.FixtureRequest) -> str:
+    return str(request.getfixturevalue("redis_url" if request.param == "redis" else "amqp_url"))
+
+
 @pytest.fixture
-def procs(tmp_path: Path, pg_url: str, redis_url: str):  # type: ignore[no-untyped-def]
+def procs(tmp_path: Path, pg_url: str, broker_url: str):  # type: ignore[no-untyped-def]
     env = base_env(
         PRESSROOM_DATABASE_URL=pg_url,
-        PRESSROOM_BROKER_URL=redis_url,
+        PRESSROOM_BROKER_URL=broker_url,
         PRESSROOM_LEASE_SECONDS="5",
         PRESSROOM_RELAY_POLL="0.2",
         PRESSROOM_RELAY_GRACE="0.5",
@@ -57,3 +64,35 @@ def test_submit_to_succeeded_across_processes(procs: Processes, corpus: Path, tm
     count = subprocess.run(["git", "-C", str(repo), "rev-list", "--count", "HEAD"], capture_output=True, text=True,
                            check=True).stdout.strip()
     assert count == "1", "one commit per publish"
+
+
+def test_rabbitmq_queues_are_durable_and_messages_persistent(amqp_url: str) -> None:
+    """A RabbitMQ restart keeps queued work: the role queues are durable (declaring
+    one as transient is refused) and the app publishes with delivery mode 2."""
+    import amqp as pyamqp
+    from kombu import Connection
+
+    from orchestrator.celery_app import make_celery
+
+    celery = make_celery(amqp_url)
+    assert celery.conf.task_default_delivery_mode == "persistent"
+    assert all(q.durable and q.exchange.durable for q in celery.conf.task_queues)
+    with Connection(amqp_url) as conn:
+        channel = conn.channel()
+        for q in celery.conf.task_queues:
+            q.bind(channel).declare()
+        for q in celery.conf.task_queues:
+            probe = conn.channel()
+            with pytest.raises(pyamqp.exceptions.PreconditionFailed):
+                probe.queue_declare(queue=q.name, durable=False)
+        # What the app sends is marked persistent on the wire.
+        probe_queue = f"pressroom-persistence-probe-{uuid.uuid4().hex[:8]}"
+        channel.queue_declare(queue=probe_queue, durable=True, auto_delete=False)
+        try:
+            celery.send_task("pressroom.researcher.research", args=[{}], queue=probe_queue,
+                             routing_key=probe_queue, exchange="", retry=False)
+            got = wait_until(lambda: channel.basic_get(probe_queue, no_ack=True), timeout=10,
+                             what="the probe message")
+            assert got.properties["delivery_mode"] == 2
+        finally:
+            channel.queue_delete(probe_queue)

@@ -1,0 +1,110 @@
+"""Operators' commands: `db upgrade`, `db check`, `prune`, `dead-letters`.
+
+Thin, like every command: they read `Settings`, call one function and print
+what it returns (`--json`: one object). `prune` and `dead-letters requeue`
+name their caller with `--as` the way the other changing commands do.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from orchestrator.errors import Refused
+
+
+def _emit(payload: dict[str, Any], as_json: bool, line: str) -> None:
+    import json
+
+    click.echo(json.dumps(payload, default=str, ensure_ascii=False) if as_json else line)
+
+
+def register(cli: click.Group, pass_ctx: Any) -> None:
+    @cli.group()
+    def db() -> None:
+        """The database schema: upgrade it to the shipped migrations, or check it."""
+
+    @db.command()
+    @click.option("--json", "as_json", is_flag=True)
+    def upgrade(as_json: bool) -> None:
+        """Upgrade the database to the head revision (also done on first use)."""
+        from orchestrator.config import Settings
+        from orchestrator.store.db import create_schema, make_engine
+
+        settings = Settings()
+        engine = make_engine(settings.database_url, upgrade=False, connect_retry=settings.connect_retry)
+        done = create_schema(engine)
+        assert done is not None
+        what = "already at" if done.before == done.after else f"upgraded from {done.before or 'empty'} to"
+        _emit(done.as_dict(), as_json, f"{what} {done.after}")
+
+    @db.command()
+    @click.option("--json", "as_json", is_flag=True)
+    def check(as_json: bool) -> None:
+        """Exit 4 unless the database is at the head revision and matches the models."""
+        from orchestrator.config import Settings
+        from orchestrator.store import schema
+        from orchestrator.store.db import make_engine
+
+        settings = Settings()
+        engine = make_engine(settings.database_url, upgrade=False, connect_retry=settings.connect_retry)
+        with engine.connect() as conn:
+            found = schema.differences(conn)
+            revision = schema.current_revision(conn)
+        if found:
+            raise Refused(f"the database does not match the models: {'; '.join(found)}", differences=found)
+        _emit(
+            {"revision": revision, "head": schema.head_revision(), "differences": []},
+            as_json,
+            f"ok: at {revision}, matching the models",
+        )
+
+    @cli.command()
+    @click.option(
+        "--older-than", "older_than", required=True, help="e.g. 30d: finished sagas older than this."
+    )
+    @click.option("--dry-run", is_flag=True, help="Count what would go; remove nothing.")
+    @click.option("--as", "actor", default="operator", show_default=True, help="Who prunes.")
+    @click.option("--json", "as_json", is_flag=True)
+    @pass_ctx  # type: ignore[untyped-decorator]
+    def prune(ctx: Any, older_than: str, dry_run: bool, actor: str, as_json: bool) -> None:
+        """Remove finished sagas' events, checkpoints, ledger, inbox, outbox and work rows."""
+        from orchestrator import operations
+
+        out = operations.prune(ctx.app(), older_than=older_than, dry_run=dry_run, actor=actor)
+        verb = "would remove" if dry_run else "removed"
+        rows = ", ".join(f"{n} {table}" for table, n in out["rows"].items())
+        _emit(out, as_json, f"{verb} {out['total']} rows of {out['sagas']} finished sagas: {rows}")
+
+    @cli.group(name="dead-letters", invoke_without_command=True)
+    @click.option("--json", "as_json", is_flag=True)
+    @pass_ctx  # type: ignore[untyped-decorator]
+    def dead_letters(ctx: Any, as_json: bool) -> None:
+        """Messages set aside (unparseable, or failed for good), newest first."""
+        if click.get_current_context().invoked_subcommand is not None:
+            return
+        from orchestrator import operations
+
+        out = operations.list_dead_letters(ctx.app())
+        lines = [
+            f"{d['id']}  {d['created_at']}  {d['task'] or '-'}  saga {d['saga_id'] or '-'}"
+            f"{'  requeued' if d['requeued_at'] else ''}  {d['reason']}"
+            for d in out["dead_letters"]
+        ]
+        _emit(out, as_json, "\n".join(lines) or "no dead letters")
+
+    @dead_letters.command()
+    @click.argument("dead_id")
+    @click.option("--as", "actor", default="operator", show_default=True, help="Who requeues.")
+    @click.option("--json", "as_json", is_flag=True)
+    @pass_ctx  # type: ignore[untyped-decorator]
+    def requeue(ctx: Any, dead_id: str, actor: str, as_json: bool) -> None:
+        """Send a dead letter again through the outbox."""
+        from orchestrator import operations
+
+        out = operations.requeue_dead_letter(ctx.app(), dead_id, actor=actor)
+        _emit(out, as_json, f"requeued {out['id']} as message {out['requeued_as']}")
+
+
+__all__ = ["register"]

@@ -1,0 +1,168 @@
+"""Operators' use cases: retention, dead letters, and the relay's sweepers for
+lapsed approvals, overdue reviews and scheduled pruning.
+
+Like `services`, each changing use case is one unit of work and takes the
+caller (`actor`) explicitly, so a permission check can wrap it. Time is
+passed in (`now`) where a test needs to move it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func
+from sqlmodel import Session, col, select
+
+from orchestrator.app import App
+from orchestrator.durations import parse_duration
+from orchestrator.errors import InvalidInput
+from orchestrator.harness.approvals import ApprovalRequest, refusal, session_for
+from orchestrator.routing import TASKS, queue_of
+from orchestrator.store import dead_letters, retention
+from orchestrator.store.db import unit_of_work
+from orchestrator.store.harness_store import add_event
+from orchestrator.store.tables import SagaRow
+from orchestrator.store.work import abandon_open_work
+from sagas import records
+from sagas.machine import SagaEvent, SagaState
+from telemetry import names
+
+SWEEPER = "sweeper"
+PRUNE_EVERY = 3600.0  # seconds between the relay's scheduled prunes
+
+
+def _actor(value: str) -> str:
+    value = (value or "").strip()
+    if not value or len(value) > 100 or any(ch in value for ch in "\n\r\t"):
+        raise InvalidInput("--as needs a person's name (1-100 characters on one line)")
+    return value
+
+
+def prune(
+    app: App, *, older_than: str, dry_run: bool = False, actor: str = "operator", now: datetime | None = None
+) -> dict[str, Any]:
+    """Remove finished sagas' bookkeeping older than `older_than` (see `store.retention`)."""
+    age = parse_duration(older_than)
+    report = retention.prune(
+        app.engine,
+        older_than=age,
+        reconcile_window=timedelta(seconds=app.settings.reconcile_window),
+        now=now or datetime.now(UTC),
+        dry_run=dry_run,
+    )
+    return {**report.as_dict(), "older_than": older_than, "actor": _actor(actor)}
+
+
+def scheduled_prune(app: App, schedule: retention.RetentionSchedule) -> int:
+    """The relay's sweeper for PRESSROOM_RETENTION: rows pruned this time."""
+    if app.settings.retention is None or not schedule.due():
+        return 0
+    report = retention.prune(
+        app.engine,
+        older_than=timedelta(seconds=app.settings.retention),
+        reconcile_window=timedelta(seconds=app.settings.reconcile_window),
+        now=datetime.now(UTC),
+    )
+    return sum(report.rows.values())
+
+
+def list_dead_letters(app: App) -> dict[str, Any]:
+    return {"dead_letters": dead_letters.listing(app.engine)}
+
+
+def requeue_dead_letter(app: App, dead_id: str, *, actor: str) -> dict[str, Any]:
+    """Send a dead letter again through the outbox, reopening its work."""
+    actor = _actor(actor)
+    with unit_of_work(app.engine) as uow:
+        row, payload = dead_letters.requeue(
+            uow, dead_id, actor=actor, lease=app.settings.lease_seconds, known_tasks=TASKS
+        )
+        assert row.task is not None
+        attrs = {names.ATTR_SAGA_ID: row.saga_id} if row.saga_id else {}
+        row.requeued_as = app.outbox.add(
+            uow,
+            saga_id=row.saga_id,
+            task=row.task,
+            queue=queue_of(row.task),
+            payload=payload,
+            attributes=attrs,
+        )
+        uow.session.add(row)
+        if row.saga_id:
+            add_event(
+                uow.session,
+                saga_id=row.saga_id,
+                actor=actor,
+                kind="message",
+                status="requeued",
+                detail={"dead_letter_id": row.id, "message_id": row.requeued_as},
+            )
+        out = dead_letters.view(row)
+    app.drain()
+    return out
+
+
+def sweep_lapsed_approvals(app: App, now: datetime | None = None) -> int:
+    """`approved` sagas whose approval no longer holds go back to ready-for-review."""
+    moment = now or datetime.now(UTC)
+    with Session(app.engine) as s:
+        ids = list(s.exec(select(SagaRow.id).where(col(SagaRow.state) == SagaState.APPROVED.value)).all())
+    moved = 0
+    for saga_id in ids:
+        with unit_of_work(app.engine) as uow:
+            saga = records.load_saga(uow.session, saga_id, lock=True)
+            head = records.head(uow.session, saga)
+            if saga.state != SagaState.APPROVED or head is None:
+                continue
+            why = _lapsed(app, saga, head.digest, moment)
+            if why is None:
+                continue
+            records.transition(uow.session, saga, SagaEvent.APPROVAL_LAPSED, actor=SWEEPER, reason=why)
+            abandon_open_work(uow.session, saga.id)  # the publish it queued would only find this out
+            moved += 1
+    return moved
+
+
+def _lapsed(app: App, saga: SagaRow, digest: str, now: datetime) -> str | None:
+    session = session_for(saga.id, saga.run)
+    want = ApprovalRequest(
+        saga_id=saga.id,
+        version_digest=digest,
+        destination=saga.destinations[0],
+        session=session,
+        execution=session,
+    )
+    why = refusal(app.store.find_approval(saga.id, digest), want, key=app.signing_key, now=now)
+    return f"approval lapsed before publishing: {why}" if why else None
+
+
+def count_overdue_reviews(app: App, now: Callable[[], datetime] | None = None) -> Callable[[], int]:
+    """A callback for the `pressroom.reviews.overdue` gauge (the relay registers it)."""
+    clock = now or (lambda: datetime.now(UTC))
+
+    def count() -> int:
+        if app.settings.review_reminder is None:
+            return 0
+        since = clock() - timedelta(seconds=app.settings.review_reminder)
+        with Session(app.engine) as s:
+            found = s.exec(
+                select(func.count())
+                .select_from(SagaRow)
+                .where(col(SagaRow.state) == SagaState.READY_FOR_REVIEW.value, col(SagaRow.ready_at) <= since)
+            ).one()
+        return int(found)
+
+    return count
+
+
+__all__ = [
+    "PRUNE_EVERY",
+    "count_overdue_reviews",
+    "list_dead_letters",
+    "prune",
+    "requeue_dead_letter",
+    "scheduled_prune",
+    "sweep_lapsed_approvals",
+]

@@ -1,0 +1,160 @@
+"""Retention: remove the bookkeeping of finished sagas once it is old.
+
+`prune(engine, older_than=…, reconcile_window=…, now=…)` looks at sagas in a
+final state (`succeeded`, `failed`, `cancelled`) whose last change is older
+than `now - older_than`, and removes, per saga:
+
+| table         | which rows                                                        |
+|---------------|-------------------------------------------------------------------|
+| `events`      | all of the saga's events                                          |
+| `checkpoints` | all of the saga's checkpoints                                     |
+| `ledger`      | the saga's rows last changed before `now - max(older_than, reconcile_window)` |
+| `inbox`       | rows of messages the saga's sent outbox rows carried              |
+| `outbox`      | the saga's rows that were sent (an unsent row is left to the relay) |
+| `work`        | the saga's finished work rows                                     |
+
+The saga row, its versions, artifacts, approvals and steps stay: `status`,
+`show` and receipts keep working. A saga that is not final is never touched,
+and neither is a ledger row younger than the reconcile window
+(`PRESSROOM_RECONCILE_WINDOW`, default 7 days): the time within which a
+replayed call or a person reconciling may still need the recorded receipt.
+
+Sagas are taken in batches, each batch one transaction that locks its saga
+rows (PostgreSQL: `FOR UPDATE SKIP LOCKED`, so a saga being changed right now
+is left for the next run) and re-reads their state, so work on other sagas
+goes on while a prune runs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Table, delete, func, select
+from sqlalchemy.engine import Engine
+from sqlalchemy.sql import ColumnElement
+
+from orchestrator.store.db import unit_of_work
+from orchestrator.store.tables import CheckpointRow, EventRow, LedgerRow, SagaRow, WorkRow
+from outbox.tables import InboxRow, OutboxRow
+from sagas.machine import TERMINAL
+from telemetry import metrics
+
+TABLES = ("events", "checkpoints", "ledger", "inbox", "outbox", "work")
+_SAGAS: Table = SagaRow.__table__  # type: ignore[attr-defined]
+_EVENTS: Table = EventRow.__table__  # type: ignore[attr-defined]
+_CHECKPOINTS: Table = CheckpointRow.__table__  # type: ignore[attr-defined]
+_LEDGER: Table = LedgerRow.__table__  # type: ignore[attr-defined]
+_INBOX: Table = InboxRow.__table__  # type: ignore[attr-defined]
+_OUTBOX: Table = OutboxRow.__table__  # type: ignore[attr-defined]
+_WORK: Table = WorkRow.__table__  # type: ignore[attr-defined]
+
+
+@dataclass
+class PruneReport:
+    cutoff: datetime
+    ledger_cutoff: datetime
+    dry_run: bool
+    sagas: int = 0
+    rows: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TABLES, 0))
+    seconds: float = 0.0
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        from orchestrator.views import iso
+
+        return {
+            "cutoff": iso(self.cutoff),
+            "ledger_cutoff": iso(self.ledger_cutoff),
+            "dry_run": self.dry_run,
+            "sagas": self.sagas,
+            "rows": dict(self.rows),
+            "total": sum(self.rows.values()),
+            "seconds": round(self.seconds, 3),
+            "started_at": iso(self.started_at),
+            "finished_at": iso(self.finished_at),
+        }
+
+
+def _targets(ids: Sequence[str], ledger_cutoff: datetime) -> list[tuple[str, Table, ColumnElement[bool]]]:
+    sent = select(_OUTBOX.c.id).where(_OUTBOX.c.saga_id.in_(ids), _OUTBOX.c.sent_at.is_not(None))
+    return [
+        # The inbox goes before the outbox rows it is matched through.
+        ("inbox", _INBOX, _INBOX.c.message_id.in_(sent)),
+        ("outbox", _OUTBOX, _OUTBOX.c.saga_id.in_(ids) & _OUTBOX.c.sent_at.is_not(None)),
+        ("events", _EVENTS, _EVENTS.c.saga_id.in_(ids)),
+        ("checkpoints", _CHECKPOINTS, _CHECKPOINTS.c.saga_id.in_(ids)),
+        ("ledger", _LEDGER, _LEDGER.c.saga_id.in_(ids) & (_LEDGER.c.updated_at < ledger_cutoff)),
+        ("work", _WORK, _WORK.c.saga_id.in_(ids) & _WORK.c.done_at.is_not(None)),
+    ]
+
+
+def prune(
+    engine: Engine,
+    *,
+    older_than: timedelta,
+    reconcile_window: timedelta,
+    now: datetime,
+    dry_run: bool = False,
+    batch: int = 500,
+) -> PruneReport:
+    report = PruneReport(
+        cutoff=now - older_than,
+        ledger_cutoff=now - max(older_than, reconcile_window),
+        dry_run=dry_run,
+    )
+    started = time.perf_counter()
+    report.started_at = datetime.now(UTC)
+    final = sorted(state.value for state in TERMINAL)
+    last = ""
+    while True:
+        with unit_of_work(engine) as uow:
+            conn = uow.session.connection()
+            query = (
+                select(_SAGAS.c.id)
+                .where(_SAGAS.c.state.in_(final), _SAGAS.c.updated_at < report.cutoff, _SAGAS.c.id > last)
+                .order_by(_SAGAS.c.id)
+                .limit(batch)
+            )
+            if engine.dialect.name == "postgresql" and not dry_run:
+                query = query.with_for_update(skip_locked=True)
+            ids = [row[0] for row in conn.execute(query)]
+            if not ids:
+                break
+            last = ids[-1]
+            report.sagas += len(ids)
+            for name, table, where in _targets(ids, report.ledger_cutoff):
+                if dry_run:
+                    count = conn.execute(select(func.count()).select_from(table).where(where)).scalar_one()
+                else:
+                    count = conn.execute(delete(table).where(where)).rowcount
+                report.rows[name] += int(count or 0)
+    report.seconds = time.perf_counter() - started
+    report.finished_at = datetime.now(UTC)
+    if not dry_run:
+        for name, count in report.rows.items():
+            metrics.record_pruned(name, count)
+    return report
+
+
+class RetentionSchedule:
+    """When the relay should prune next: at its first sweep, then every `every` seconds."""
+
+    def __init__(self, every: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.every = every
+        self.clock = clock
+        self._next: float | None = None
+
+    def due(self) -> bool:
+        now = self.clock()
+        if self._next is not None and now < self._next:
+            return False
+        self._next = now + self.every
+        return True
+
+
+__all__ = ["TABLES", "PruneReport", "RetentionSchedule", "prune"]

@@ -1,0 +1,119 @@
+"""A worker whose Redis is killed under it: it either carries on once Redis is
+back, or exits non-zero so that a supervisor restarts it; never a silent exit 0.
+
+The test acts as the supervisor (`Restart=on-failure`): a worker that exited
+non-zero is started again. The redis-server is the test's own, on a free port.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import base_env, free_port
+from tests.support.processes import Proc, Processes, cli_json, saga_state, wait_until
+
+
+def start_redis(port: int, workdir: Path) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+         "--dir", str(workdir)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    import redis
+
+    def up() -> bool:
+        try:
+            return bool(redis.Redis(port=port, socket_connect_timeout=0.5).ping())
+        except Exception:
+            return False
+
+    wait_until(up, timeout=15, what=f"redis on {port}")
+    return proc
+
+
+@pytest.fixture
+def setup(tmp_path: Path, pg_url: str):  # type: ignore[no-untyped-def]
+    port = free_port()
+    redis_proc = start_redis(port, tmp_path)
+    env = base_env(
+        PRESSROOM_DATABASE_URL=pg_url,
+        PRESSROOM_BROKER_URL=f"redis://127.0.0.1:{port}/0",
+        PRESSROOM_LEASE_SECONDS="5",
+        PRESSROOM_RELAY_POLL="0.2",
+        PRESSROOM_RELAY_GRACE="0.5",
+    )
+    procs = Processes(env, tmp_path)
+    state = {"redis": redis_proc, "port": port}
+    yield procs, state
+    procs.stop_all()
+    state["redis"].kill()
+    state["redis"].wait(timeout=10)
+
+
+def submit(env: dict[str, str], corpus: Path, site: Path) -> str:
+    return str(cli_json(env, "submit", "--brief", "history of the library network", "--corpus", str(corpus),
+                        "--dest", f"site:{site}", "--as", "dana")["saga_id"])
+
+
+def test_worker_carries_on_or_exits_non_zero_when_redis_dies(setup, corpus: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    procs, state = setup
+    env = procs.env
+    procs.relay()
+    workers: list[Proc] = [procs.worker("worker-0")]
+    restarts = 0
+    exits: list[int] = []
+    first = submit(env, corpus, tmp_path / "site0")
+    try:
+        wait_until(lambda: saga_state(env, first) == "ready-for-review", timeout=90, what="first saga")
+        for round_ in range(1, 4):
+            state["redis"].kill()  # SIGKILL: connections drop, queues are gone
+            state["redis"].wait(timeout=10)
+            time.sleep(1.0)  # the worker meets the lost connection while Redis is away
+            state["redis"] = start_redis(state["port"], tmp_path)
+            sid = submit(env, corpus, tmp_path / f"site{round_}")
+
+            def progressed(saga_id: str = sid) -> bool:
+                nonlocal restarts
+                current = workers[-1]
+                code = current.popen.poll()
+                if code is not None:
+                    exits.append(code)
+                    assert code != 0, f"worker exited with status 0 after losing Redis:\n{current.output()[-3000:]}"
+                    restarts += 1
+                    workers.append(procs.worker(f"worker-{restarts}"))
+                return saga_state(env, saga_id) == "ready-for-review"
+
+            wait_until(progressed, timeout=120, what=f"saga after Redis restart {round_}")
+    except AssertionError:
+        print(procs.logs())
+        raise
+    assert all(code != 0 for code in exits)
+    assert workers[-1].popen.poll() is None
+
+
+def test_a_worker_that_cannot_go_on_exits_non_zero(tmp_path: Path, pg_url: str) -> None:
+    # No broker on this port, one retry: the worker gives up on an unrecoverable
+    # error, and its exit status says so (Celery's own entry point would say 0).
+    env = base_env(PRESSROOM_DATABASE_URL=pg_url, PRESSROOM_BROKER_URL=f"redis://127.0.0.1:{free_port()}/0",
+                   PRESSROOM_BROKER_MAX_RETRIES="1")
+    procs = Processes(env, tmp_path)
+    worker = procs.worker("worker-nobroker", "researcher")
+    try:
+        code = worker.popen.wait(timeout=90)
+    finally:
+        procs.stop_all()
+    assert code == 1, worker.output()[-2000:]
+    assert "Unrecoverable error" in worker.output()
+
+
+def test_a_stopped_worker_exits_zero(setup) -> None:  # type: ignore[no-untyped-def]
+    procs, _state = setup
+    worker = procs.worker("worker-stop", "researcher")
+    wait_until(lambda: "ready." in worker.output(), timeout=60, what="worker ready")
+    worker.kill(signal.SIGTERM)
+    assert worker.popen.returncode == 0, worker.output()[-2000:]

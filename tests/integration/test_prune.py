@@ -1,0 +1,88 @@
+"""`pressroom prune` through the CLI on SQLite and PostgreSQL: row counts per
+table before and after; a saga that is not finished keeps every row, and a
+ledger row inside the reconcile window stays."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from tests.conftest import Cli, base_env
+
+TABLES = ("events", "checkpoints", "ledger", "inbox", "outbox", "work")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'prune.db'}"
+    return str(request.getfixturevalue("pg_url"))
+
+
+def counts(db_url: str, saga_id: str) -> dict[str, int]:
+    engine = create_engine(db_url)
+    out = {}
+    with engine.connect() as conn:
+        for table in TABLES:
+            if table == "inbox":
+                sql = "SELECT count(*) FROM inbox WHERE message_id IN (SELECT id FROM outbox WHERE saga_id = :s)"
+            else:
+                sql = f"SELECT count(*) FROM {table} WHERE saga_id = :s"
+            out[table] = int(conn.execute(text(sql), {"s": saga_id}).scalar_one())
+    engine.dispose()
+    return out
+
+
+def backdate(db_url: str, saga_id: str, *, saga_days: int, ledger_days: int) -> None:
+    now = datetime.now(UTC).replace(tzinfo=None)
+    engine = create_engine(db_url)
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE sagas SET updated_at = :t WHERE id = :s"),
+                     {"t": now - timedelta(days=saga_days), "s": saga_id})
+        conn.execute(text("UPDATE ledger SET updated_at = :t WHERE saga_id = :s"),
+                     {"t": now - timedelta(days=ledger_days), "s": saga_id})
+    engine.dispose()
+
+
+def test_prune_counts_and_keeps_what_it_must(db_url: str, tmp_path: Path, corpus: Path) -> None:
+    cli = Cli(base_env(PRESSROOM_DATABASE_URL=db_url, PRESSROOM_BROKER_URL="inline://"), tmp_path)
+    submit = ["submit", "--brief", "history of the library network", "--corpus", str(corpus), "--as", "dana"]
+    done = cli.json(*submit, "--dest", f"site:{tmp_path / 'a'}")["saga_id"]
+    cli.json("approve", done, "--version", "1", "--as", "erin")
+    waiting = cli.json(*submit, "--dest", f"site:{tmp_path / 'b'}")["saga_id"]
+    assert cli.json("status", done)["state"] == "succeeded"
+    backdate(db_url, done, saga_days=30, ledger_days=3)
+    backdate(db_url, waiting, saga_days=30, ledger_days=30)  # old, but not finished
+    before_done, before_waiting = counts(db_url, done), counts(db_url, waiting)
+    assert all(before_done[t] > 0 for t in TABLES), before_done
+    assert before_waiting["events"] > 0
+
+    dry = cli.json("prune", "--older-than", "1d", "--dry-run")
+    assert dry["dry_run"] is True and dry["sagas"] == 1
+    assert counts(db_url, done) == before_done, "a dry run removes nothing"
+    expected = {**before_done, "ledger": 0}  # ledger rows 3 days old: inside the 7-day window
+    assert dry["rows"] == expected
+
+    pruned = cli.json("prune", "--older-than", "1d")
+    assert pruned["rows"] == expected and pruned["total"] == sum(expected.values())
+    after = counts(db_url, done)
+    assert after == {**dict.fromkeys(TABLES, 0), "ledger": before_done["ledger"]}
+    assert counts(db_url, waiting) == before_waiting, "a saga that is not finished keeps every row"
+    # The saga itself, its version and its receipts stay readable.
+    status = cli.json("status", done)
+    assert status["state"] == "succeeded" and status["destinations"][0]["receipt"]["path"]
+    assert cli.json("show", done)["version"] == 1
+
+    # A shorter reconcile window lets the ledger rows go too.
+    short = Cli({**cli.env, "PRESSROOM_RECONCILE_WINDOW": "2d"}, tmp_path)
+    again = short.json("prune", "--older-than", "1d")
+    assert again["rows"]["ledger"] == before_done["ledger"] and again["total"] == before_done["ledger"]
+    assert counts(db_url, done) == dict.fromkeys(TABLES, 0)
+    assert counts(db_url, waiting) == before_waiting
+    assert short.json("prune", "--older-than", "1d")["total"] == 0
+
+    bad = cli.run("prune", "--older-than", "soon")
+    assert bad.returncode == 2 and "not a duration" in bad.stderr and "Traceback" not in bad.stderr
