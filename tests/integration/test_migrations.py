@@ -86,12 +86,25 @@ def test_previous_release_upgrades_with_its_rows_and_publishes(
                 "created_at": now,
             },
         )
+        # The events the previous release wrote for such a saga.
         conn.execute(
             meta.tables["events"].insert(),
-            {
-                "event_id": "old0event001", "saga_id": "old0saga0001", "actor": "reviewer",
-                "kind": "transition", "status": "ready-for-review", "detail": {}, "created_at": now,
-            },
+            [
+                {
+                    "event_id": "old0event000", "saga_id": "old0saga0001", "actor": "dana",
+                    "kind": "saga", "status": "submitted", "detail": {}, "created_at": now,
+                },
+                {
+                    "event_id": "old0event0v1", "saga_id": "old0saga0001", "actor": "writer",
+                    "kind": "version", "status": "created", "detail": {"version": 1}, "created_at": now,
+                },
+                {
+                    "event_id": "old0event001", "saga_id": "old0saga0001", "actor": "reviewer",
+                    "kind": "transition", "status": "ready-for-review",
+                    "detail": {"event": "review_passed", "from": "preparing", "to": "ready-for-review"},
+                    "created_at": now,
+                },
+            ],
         )
     engine.dispose()
 
@@ -101,7 +114,9 @@ def test_previous_release_upgrades_with_its_rows_and_publishes(
     assert cli.json("db", "check")["differences"] == []
     old = cli.json("status", "old0saga0001")
     assert old["state"] == "ready-for-review" and old["version_digest"] == digest
-    assert [e["event_id"] for e in cli.json("history", "old0saga0001")["events"]] == ["old0event001"]
+    history = [e["event_id"] for e in cli.json("history", "old0saga0001")["events"]]
+    assert history == ["old0event000", "old0event0v1", "old0event001"]
+    assert cli.json("audit", "verify", "old0saga0001")["ok"] is True  # the upgrade chained the old events
     cli.json("approve", "old0saga0001", "--version", "1", "--as", "erin")
     done = cli.json("status", "old0saga0001")
     assert done["state"] == "succeeded"
