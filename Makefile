@@ -19,7 +19,7 @@ demo: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check orchestrator sagas outbox telemetry
+	$(BIN)/ruff format --check orchestrator sagas outbox telemetry evaluation
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -131,7 +131,7 @@ def register(cli: click.Group, pass_ctx: Any) -> None:
     @click.option("--out", default="evidence/harness.json", show_default=True)
     def evidence(suite: str, out: str) -> None:
         """Run the harness fault-injection suite and write measured evidence."""
-        from orchestrator.entrypoints.evidence import run_evidence
+        from evaluation.evidence import run_evidence
 
         run_evidence(out)
 
@@ -141,7 +141,7 @@ def register(cli: click.Group, pass_ctx: Any) -> None:
     @click.option("--json", "as_json", is_flag=True)
     def evaluate(cases: str, out: str | None, as_json: bool) -> None:
         """Run the evaluation briefs and print per-brief and total measures."""
-        from orchestrator.entrypoints.evaluate import run_eval
+        from evaluation.evaluate import run_eval
 
         run_eval(cases, out, as_json)
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from evaluation.memory_store import MemoryHarnessStore
 from orchestrator import services
 from orchestrator.bootstrap import build_app, denied_specs
 from orchestrator.config import Settings
@@ -30,7 +31,6 @@ from orchestrator.errors import InvalidInput
 from orchestrator.harness.capabilities import ROLE_CAPABILITIES
 from orchestrator.harness.engine import Caller, Harness
 from orchestrator.harness.loop import LoopLimits, run_loop
-from orchestrator.harness.memory_store import MemoryHarnessStore
 from orchestrator.harness.provenance import wrap
 from orchestrator.harness.registry import Registry
 from orchestrator.harness.spec import ToolContext, ToolSpec, ToolStatus

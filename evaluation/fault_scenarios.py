@@ -16,9 +16,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from orchestrator.harness.checkpoints import verify_chain
-from orchestrator.harness.engine import Harness
-from orchestrator.harness.faults import (
+from evaluation.faults import (
     DEST,
     INJECTED,
     OTHER_DEST,
@@ -31,6 +29,8 @@ from orchestrator.harness.faults import (
     SideDoor,
     call,
 )
+from orchestrator.harness.checkpoints import verify_chain
+from orchestrator.harness.engine import Harness
 from orchestrator.harness.loop import LoopLimits, run_loop
 from orchestrator.harness.spec import ToolCall, ToolResult, ToolStatus
 

@@ -15,7 +15,7 @@ Scenarios run it beside the harness to show the failure the harness prevents.
 
 A `Rig` is a `HarnessStore` plus what the saga tables and people would have
 done: make a saga, store an approval, reconcile a key, read the checkpoint
-chain. `MemoryHarnessStore` is one; `orchestrator.entrypoints.evidence.SqlRig`
+chain. `MemoryHarnessStore` is one; `evaluation.evidence.SqlRig`
 is another over `SqlHarnessStore`. No I/O beyond the rig's store.
 """
 

@@ -1,6 +1,6 @@
 """`pressroom evidence harness`: run the fault-injection scenarios, write measured numbers.
 
-The scenarios of `orchestrator.harness.fault_scenarios` run on the in-memory
+The scenarios of `evaluation.fault_scenarios` run on the in-memory
 store and on a temporary SQLite database (through `SqlRig`, the SQL store
 plus the seeding they need); two full publishing flows run through
 `build_app` with a `memory:` destination whose publish applies and then times
@@ -36,6 +36,9 @@ import click
 from sqlmodel import Session, col, select
 
 import roles
+from evaluation.fault_scenarios import ROW_TIMEOUT, Outcome, run_scenarios
+from evaluation.faults import Bench, Rig, call
+from evaluation.memory_store import MemoryHarnessStore
 from orchestrator import services
 from orchestrator.bootstrap import build_app
 from orchestrator.config import Settings
@@ -44,9 +47,6 @@ from orchestrator.harness.approvals import ApprovalBinding, session_for
 from orchestrator.harness.capabilities import ROLE_CAPABILITIES
 from orchestrator.harness.checkpoints import AgentState
 from orchestrator.harness.engine import Caller
-from orchestrator.harness.fault_scenarios import ROW_TIMEOUT, Outcome, run_scenarios
-from orchestrator.harness.faults import Bench, Rig, call
-from orchestrator.harness.memory_store import MemoryHarnessStore
 from orchestrator.harness.spec import ToolCall, ToolStatus
 from orchestrator.store.db import dispose_all, make_engine, unit_of_work
 from orchestrator.store.harness_store import SqlHarnessStore, add_event, approval_row

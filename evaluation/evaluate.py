@@ -29,17 +29,17 @@ from typing import Any
 import click
 from sqlmodel import Session, col, select
 
-from orchestrator import services
-from orchestrator.app import App
-from orchestrator.bootstrap import build_app
-from orchestrator.config import Settings
-from orchestrator.entrypoints.eval_measures import (
+from evaluation.eval_measures import (
     injections_reached,
     loop_counts,
     unsupported_sentences,
     verbatim_quotes,
 )
-from orchestrator.entrypoints.eval_report import markdown, print_table
+from evaluation.eval_report import markdown, print_table
+from orchestrator import services
+from orchestrator.app import App
+from orchestrator.bootstrap import build_app
+from orchestrator.config import Settings
 from orchestrator.errors import InvalidInput
 from orchestrator.store.tables import ArtifactRow
 from roles.artifacts import Evidence
