@@ -1,4 +1,4 @@
-"""Long-running and tooling commands: worker, relay, serve, mcp, demo, evidence, eval."""
+"""Long-running and tooling commands: worker, relay, serve, mcp, demo, evidence, eval, compare."""
 
 from __future__ import annotations
 
@@ -144,6 +144,16 @@ def register(cli: click.Group, pass_ctx: Any) -> None:
         from evaluation.evaluate import run_eval
 
         run_eval(cases, out, as_json)
+
+    @cli.command()
+    @click.option("--framework", type=click.Choice(["local", "langgraph"]), required=True)
+    @click.option("--json", "as_json", is_flag=True)
+    @click.option("--output", default=None, help="Also write the JSON report here.")
+    def compare(framework: str, as_json: bool, output: str | None) -> None:
+        """The four-column comparison of the harness with a graph framework."""
+        from evaluation.compare import run_compare
+
+        raise SystemExit(run_compare(framework, as_json, output))
 
 
 __all__ = ["register"]
