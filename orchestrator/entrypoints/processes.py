@@ -137,13 +137,18 @@ def register(cli: click.Group, pass_ctx: Any) -> None:
 
     @cli.command(name="eval")
     @click.option("--cases", default="examples/eval", show_default=True)
+    @click.option("--case", "only", multiple=True, help="Run only this case (repeatable).")
+    @click.option("--repeat", type=int, default=1, show_default=True, help="Runs per case.")
+    @click.option("--record-process", is_flag=True, help="Write each case's tool calls as its process.json.")
     @click.option("--out", default=None, help="Also write a markdown report here.")
     @click.option("--json", "as_json", is_flag=True)
-    def evaluate(cases: str, out: str | None, as_json: bool) -> None:
-        """Run the evaluation briefs and print per-brief and total measures."""
+    def evaluate(
+        cases: str, only: tuple[str, ...], repeat: int, record_process: bool, out: str | None, as_json: bool
+    ) -> None:
+        """Run the evaluation cases and report result, process, safety, recovery and cost."""
         from evaluation.evaluate import run_eval
 
-        run_eval(cases, out, as_json)
+        run_eval(cases, out, as_json, repeat=repeat, only=only, record_process=record_process)
 
     @cli.command()
     @click.option("--framework", type=click.Choice(["local", "langgraph"]), required=True)
