@@ -172,6 +172,22 @@ def markdown(report: dict[str, Any]) -> str:
         f"Planner: {planner['description']}  ",
         f"Runs per case: {report['repeat']}",
         "",
+        *(
+            [
+                "No model ran: these figures describe the deterministic planners and claim nothing about a model.",
+                "",
+            ]
+            if planner["kind"] == "deterministic"
+            else [
+                f"Model settings: {planner['settings']}; base URL {planner['base_url'] or 'the default'}.",
+                "",
+            ]
+        ),
+        "Run it with `pressroom eval [--cases DIR] [--case NAME ...] [--repeat N] [--json] "
+        "[--out PATH]`; `--record-process` rewrites each case's `process.json` from a run of "
+        "the deterministic planners (review the diff before committing it). The case format is "
+        "in `examples/eval/README.md`; the process exits 1 when any run misses an expectation.",
+        "",
         "Each run of each case is a full saga in one process (SQLite in a temporary folder, "
         "in-process broker, `memory:` destination): submit, research, write, review, approval "
         "and publish, under the case's injected fault if it has one. Numbers over the runs are "
