@@ -13,7 +13,7 @@
 - recovery: the fault injected, whether the saga ended in the expected state,
   with how many person actions, and how many effects the destination saw;
 - cost: tool calls (per role), planner steps, wall time per role, approval
-  wait, model tokens (only when a model ran and reported them);
+  wait, model tokens (only when a model ran and its endpoint reported them);
 - `summarize`: across repeated runs, the median, minimum, maximum and spread
   of every number, and how many runs met each yes/no measure.
 """
@@ -157,6 +157,7 @@ def cost(
     seconds: Mapping[str, float],
     approval_wait: float | None,
     model: str | None,
+    tokens: int | None = None,
 ) -> dict[str, Any]:
     planner = [c for c in calls if c.role != "eval-probe"]
     return {
@@ -166,9 +167,17 @@ def cost(
         "wall_seconds_by_role": {role: round(s, 4) for role, s in sorted(seconds.items())},
         "wall_seconds": round(sum(seconds.values()), 4),
         "approval_wait_seconds": None if approval_wait is None else round(approval_wait, 4),
-        "model_tokens": None,
-        "model_tokens_note": "no model configured" if model is None else "not reported by the model client",
+        "model_tokens": tokens,
+        "model_tokens_note": _tokens_note(model, tokens),
     }
+
+
+def _tokens_note(model: str | None, tokens: int | None) -> str:
+    if model is None:
+        return "no model configured"
+    return (
+        "usage.total_tokens summed over the replies" if tokens is not None else "not reported by the endpoint"
+    )
 
 
 def _numbers(values: Sequence[float]) -> dict[str, float]:

@@ -206,7 +206,7 @@ def markdown(report: dict[str, Any]) -> str:
         "person actions it took beyond the approval (a reconcile);",
         "- cost: tool calls and wall time (sum of the role handlers' turns); approval wait and "
         "per-role times are in the JSON report. Model tokens are reported only when a model ran "
-        "and its client reported them.",
+        "and its endpoint reported them (`usage.total_tokens`).",
         "",
         "| " + " | ".join(COLUMNS) + " |",
         "|" + "---|" * len(COLUMNS),

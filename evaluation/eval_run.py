@@ -116,7 +116,9 @@ def _saga(
             redelivered=redelivered,
             duplicates_dropped=faults.outcomes["duplicate"] + faults.outcomes["lease-held"],
         ),
-        "cost": dims.cost(recorder.calls, steps, timer.seconds, _approval_wait(events), model),
+        "cost": dims.cost(
+            recorder.calls, steps, timer.seconds, _approval_wait(events), model, _tokens(events)
+        ),
     }
 
 
@@ -139,6 +141,16 @@ def _probe(app: App, recorder: ToolPathRecorder, saga_id: str, digest: str | Non
     for role, tool in PROBES:
         caller = Caller(actor=role, capabilities=ROLE_CAPABILITIES[role], saga_id=saga_id)
         recorder.probe(ToolCall(tool=tool, arguments=args, call_id=f"probe-{role}-{tool}"), caller)
+
+
+def _tokens(events: list[dict[str, Any]]) -> int | None:
+    """Model tokens the role loops reported (`loop_stopped` events), None when none did."""
+    counts = [
+        e["detail"]["model_tokens"]
+        for e in events
+        if e["kind"] == "loop_stopped" and "model_tokens" in (e["detail"] or {})
+    ]
+    return sum(counts) if counts else None
 
 
 def _approval_wait(events: list[dict[str, Any]]) -> float | None:

@@ -136,6 +136,20 @@ def researcher(server: ChatServer, registry: Registry) -> ModelPlanner:
     )
 
 
+def test_the_tokens_the_endpoint_reports_are_summed_and_recorded_when_the_loop_stops() -> None:
+    registry, harness, store = rig(Calls())
+    reported = sum(
+        json.loads((FIXTURES / f"{name}.json").read_text(encoding="utf-8"))["body"]["usage"]["total_tokens"]
+        for name in ("read_call", "final_answer")
+    )
+    with ChatServer("read_call", "final_answer") as server:
+        planner = researcher(server, registry)
+        run_loop(harness, planner, caller("researcher"), sleep=lambda _: None)
+    assert planner.tokens == reported > 0
+    [stopped] = store.events(saga_id=SAGA, kind="loop_stopped")
+    assert stopped.detail["model_tokens"] == reported
+
+
 def test_the_request_carries_the_role_tools_and_frames_tool_output_as_data() -> None:
     calls = Calls()
     registry, harness, _ = rig(calls)

@@ -82,3 +82,15 @@ def test_summarize_gives_median_and_spread_never_the_best_run() -> None:
     assert s["fault"] is None
     varies = dims.summarize([{"state": "succeeded"}, {"state": "failed"}])
     assert varies["state"] == {"varies": ['"succeeded"', '"failed"']}
+
+
+def test_cost_reports_tokens_only_when_a_model_ran_and_reported_them() -> None:
+    calls = [_rec("researcher", "corpus.read"), _rec("eval-probe", "writer:publish", status="rejected")]
+    plain = dims.cost(calls, 3, {"researcher": 0.5}, 1.25, None)
+    assert plain["tool_calls"] == 1 and plain["tool_calls_by_role"] == {"researcher": 1}
+    assert plain["model_tokens"] is None and plain["model_tokens_note"] == "no model configured"
+    assert plain["approval_wait_seconds"] == 1.25 and plain["wall_seconds"] == 0.5
+    silent = dims.cost(calls, 3, {}, None, "some-model")
+    assert silent["model_tokens"] is None and silent["model_tokens_note"] == "not reported by the endpoint"
+    counted = dims.cost(calls, 3, {}, None, "some-model", tokens=1161)
+    assert counted["model_tokens"] == 1161 and "usage.total_tokens" in counted["model_tokens_note"]
