@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -59,7 +60,9 @@ def harness_fixture() -> dict[str, Any]:
     return {"scenarios": len(outcomes), "passed": len(outcomes) - len(failed), "failed": failed}
 
 
-def _column(scenario: Scenario, runner_for: Any, missing: str | None) -> tuple[dict[str, Any], Any]:
+def _column(
+    scenario: Scenario, runner_for: Callable[[Bench], GraphRunner], missing: str | None
+) -> tuple[dict[str, Any], GraphRunner | None]:
     handwritten = scenario.harness(Bench(MemoryHarnessStore()))
     row: dict[str, Any] = {
         "scenario": scenario.name,
@@ -70,6 +73,7 @@ def _column(scenario: Scenario, runner_for: Any, missing: str | None) -> tuple[d
         "equal": None,
         "steps": None,
         "steps_by_node": None,
+        "graph_counts": None,
         "detail": {},
         "warnings": [],
         "failure": None,
@@ -89,6 +93,8 @@ def _column(scenario: Scenario, runner_for: Any, missing: str | None) -> tuple[d
         )
     row["steps"] = sum(runner.nodes.steps.values())
     row["steps_by_node"] = dict(sorted(runner.nodes.steps.items()))
+    shape = runner.shape()
+    row["graph_counts"] = {k: len(v) for k, v in shape.items()}
     return row, runner
 
 
@@ -101,7 +107,7 @@ def run_comparison(framework: str, wiring: Wiring = contract_wiring, command: st
     make = RUNNERS[framework]
 
     def runner_for(bench: Bench) -> GraphRunner:
-        return make(bench, wiring)  # type: ignore[call-arg]
+        return make(bench, wiring)
 
     rows: list[dict[str, Any]] = []
     shape: dict[str, Any] | str = NOT_MEASURED

@@ -143,6 +143,9 @@ def langgraph_install() -> dict[str, Any]:
     }
 
 
-RUNNERS: dict[str, Callable[[Bench], GraphRunner]] = {"local": LocalRunner, "langgraph": LangGraphRunner}
+RUNNERS: dict[str, Callable[[Bench, Wiring], GraphRunner]] = {
+    "local": LocalRunner,
+    "langgraph": LangGraphRunner,
+}
 
 __all__ = ["RUNNERS", "GraphRunner", "LangGraphRunner", "LocalRunner", "contract_wiring", "langgraph_install"]

@@ -31,6 +31,7 @@ def test_every_column_is_equal_on_the_local_graph() -> None:
     for row in rows.values():
         assert row["equal"] is True and row["framework"] == row["handwritten"], row
         assert row["steps"] > 0 and row["failure"] is None
+        assert row["graph_counts"] == {"nodes": 5, "edges": 4, "conditional_edges": 5}
     schema = rows["schema-validation-failure"]["handwritten"]
     assert schema["side_effects"] == 0 and schema["executor_calls"] == 0
     assert set(schema["statuses"]) == {"rejected"}
