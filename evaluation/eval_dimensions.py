@@ -176,7 +176,9 @@ def _tokens_note(model: str | None, tokens: int | None) -> str:
     if model is None:
         return "no model configured"
     return (
-        "usage.total_tokens summed over the replies" if tokens is not None else "not reported by the endpoint"
+        "usage.total_tokens summed over the replies"
+        if tokens is not None
+        else "no usage reported in this run"
     )
 
 

@@ -97,7 +97,8 @@ def _planner(settings: Settings) -> dict[str, Any]:
         "description": f"model {settings.model} for the writer, deterministic for research and review",
         "model": settings.model,
         "base_url": settings.model_base_url,
-        "settings": "the client's defaults (no temperature or seed is set)",
+        "settings": "tool_choice auto, no parallel tool calls, 60 s timeout, 2 retries; "
+        "no temperature or seed is set (the endpoint's defaults apply)",
     }
 
 

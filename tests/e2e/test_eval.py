@@ -118,3 +118,23 @@ def test_bad_eval_options_exit_2_with_one_line(tmp_path: Path) -> None:
         done = _eval(tmp_path, ROOT / "examples" / "eval", *args)
         assert done.returncode == 2, (args, done.stderr)
         assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+
+
+def test_the_report_names_the_configured_model_and_claims_no_tokens_it_did_not_see(tmp_path: Path) -> None:
+    # No version is written in this case, so the model is never asked: the report must not invent usage.
+    env = base_env(PRESSROOM_MODEL="some-local-model", PRESSROOM_MODEL_BASE_URL="http://127.0.0.1:9/v1")
+    done = subprocess.run(
+        [PRESSROOM, "eval", "--cases", str(ROOT / "examples" / "eval"), "--case", "empty-corpus", "--json"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    planner = report["planner"]
+    assert planner["kind"] == "model" and planner["model"] == "some-local-model"
+    assert planner["base_url"] == "http://127.0.0.1:9/v1" and "temperature" in planner["settings"]
+    cost = report["cases"][0]["dimensions"]["cost"]["runs"][0]
+    assert cost["model_tokens"] is None and cost["model_tokens_note"] == "no usage reported in this run"

@@ -91,6 +91,6 @@ def test_cost_reports_tokens_only_when_a_model_ran_and_reported_them() -> None:
     assert plain["model_tokens"] is None and plain["model_tokens_note"] == "no model configured"
     assert plain["approval_wait_seconds"] == 1.25 and plain["wall_seconds"] == 0.5
     silent = dims.cost(calls, 3, {}, None, "some-model")
-    assert silent["model_tokens"] is None and silent["model_tokens_note"] == "not reported by the endpoint"
+    assert silent["model_tokens"] is None and silent["model_tokens_note"] == "no usage reported in this run"
     counted = dims.cost(calls, 3, {}, None, "some-model", tokens=1161)
     assert counted["model_tokens"] == 1161 and "usage.total_tokens" in counted["model_tokens_note"]
