@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,llm]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,llm,compare]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -19,7 +19,7 @@ demo: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check orchestrator sagas outbox telemetry
+	$(BIN)/ruff format --check orchestrator sagas outbox telemetry evaluation
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -57,9 +57,10 @@ BULK = [
          created_by, trace_context, created_at, updated_at)
        SELECT 'b' || lpad(g::text, 7, '0'), 'bench', '/c', '["site:/x"]'::json, 'succeeded', 1, 1, 0,
          'bench', '{}'::json, :old, :old FROM generate_series(1, :n) g""",
-    """INSERT INTO events (event_id, saga_id, actor, kind, status, detail, created_at)
+    """INSERT INTO events (event_id, saga_id, actor, kind, status, detail, created_at, prev_hash, hash)
        SELECT md5(g::text || '-' || e), 'b' || lpad(g::text, 7, '0'), 'bench', 'transition', 'x',
-         '{}'::json, :old FROM generate_series(1, :n) g, generate_series(1, 10) e""",
+         '{}'::json, :old, md5('p' || g::text || '-' || e), md5('h' || g::text || '-' || e)
+       FROM generate_series(1, :n) g, generate_series(1, 10) e""",
     """INSERT INTO checkpoints (saga_id, event_id, step, state, prev_hash, hash, created_at)
        SELECT 'b' || lpad(g::text, 7, '0'), 'e', c, '{}'::json, 'p', md5('c' || g::text || '-' || c), :old
        FROM generate_series(1, :n) g, generate_series(1, 2) c""",

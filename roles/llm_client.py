@@ -38,10 +38,12 @@ class ModelToolCall:
 
 @dataclass(frozen=True)
 class ModelReply:
-    """What one chat completion said: its text and its tool calls, as sent."""
+    """What one chat completion said: its text and its tool calls, as sent, and the tokens it used
+    (`usage.total_tokens`, when the endpoint reports it)."""
 
     text: str | None
     tool_calls: tuple[ModelToolCall, ...] = ()
+    tokens: int | None = None
 
 
 class ModelRefused(PressroomError):
@@ -103,8 +105,10 @@ class OpenAIChat:
             ) from None
         except errors.APIError as exc:
             raise ModelUnavailable(f"model endpoint unreachable: {type(exc).__name__}: {exc}"[:300]) from None
+        usage = getattr(response, "usage", None)
+        tokens = usage.total_tokens if usage is not None else None
         if not response.choices:
-            return ModelReply(text=None)
+            return ModelReply(text=None, tokens=tokens)
         message = response.choices[0].message
         calls: list[ModelToolCall] = []
         for call in message.tool_calls or ():
@@ -112,7 +116,7 @@ class OpenAIChat:
                 calls.append(ModelToolCall(call.id, call.function.name, call.function.arguments))
             else:  # a custom (free-text) tool call: no such tool is offered
                 calls.append(ModelToolCall(call.id, call.custom.name, call.custom.input))
-        return ModelReply(text=message.content, tool_calls=tuple(calls))
+        return ModelReply(text=message.content, tool_calls=tuple(calls), tokens=tokens)
 
 
 def open_chat(settings: Settings) -> ChatModel:

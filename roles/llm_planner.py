@@ -97,6 +97,7 @@ class ModelPlanner:
         self.result_tool = result_tool
         self.result: dict[str, Any] | None = None
         self.failure: str | None = None
+        self.tokens: int | None = None  # summed over the replies that reported their usage
         self.aliases = {_alias(spec.name): spec.name for spec in tools}
         if len(self.aliases) != len(tools):
             raise ValueError("two tools share a name once spelled for the API")
@@ -115,6 +116,8 @@ class ModelPlanner:
         except ModelRefused as exc:
             self.failure = str(exc)
             return None
+        if reply.tokens is not None:
+            self.tokens = (self.tokens or 0) + reply.tokens
         if not reply.tool_calls:
             if self.result_tool is not None:
                 said = _cut(" ".join((reply.text or "").split()), 160)

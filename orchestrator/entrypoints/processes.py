@@ -1,4 +1,4 @@
-"""Long-running and tooling commands: worker, relay, serve, mcp, demo, evidence, eval."""
+"""Long-running and tooling commands: worker, relay, serve, mcp, demo, evidence, eval, compare."""
 
 from __future__ import annotations
 
@@ -136,19 +136,34 @@ def register(cli: click.Group, pass_ctx: Any) -> None:
     @click.option("--out", default="evidence/harness.json", show_default=True)
     def evidence(suite: str, out: str) -> None:
         """Run the harness fault-injection suite and write measured evidence."""
-        from orchestrator.entrypoints.evidence import run_evidence
+        from evaluation.evidence import run_evidence
 
         run_evidence(out)
 
     @cli.command(name="eval")
     @click.option("--cases", default="examples/eval", show_default=True)
+    @click.option("--case", "only", multiple=True, help="Run only this case (repeatable).")
+    @click.option("--repeat", type=int, default=1, show_default=True, help="Runs per case.")
+    @click.option("--record-process", is_flag=True, help="Write each case's tool calls as its process.json.")
     @click.option("--out", default=None, help="Also write a markdown report here.")
     @click.option("--json", "as_json", is_flag=True)
-    def evaluate(cases: str, out: str | None, as_json: bool) -> None:
-        """Run the evaluation briefs and print per-brief and total measures."""
-        from orchestrator.entrypoints.evaluate import run_eval
+    def evaluate(
+        cases: str, only: tuple[str, ...], repeat: int, record_process: bool, out: str | None, as_json: bool
+    ) -> None:
+        """Run the evaluation cases and report result, process, safety, recovery and cost."""
+        from evaluation.evaluate import run_eval
 
-        run_eval(cases, out, as_json)
+        run_eval(cases, out, as_json, repeat=repeat, only=only, record_process=record_process)
+
+    @cli.command()
+    @click.option("--framework", type=click.Choice(["local", "langgraph"]), required=True)
+    @click.option("--json", "as_json", is_flag=True)
+    @click.option("--output", default=None, help="Also write the JSON report here.")
+    def compare(framework: str, as_json: bool, output: str | None) -> None:
+        """The four-column comparison of the harness with a graph framework."""
+        from evaluation.compare import run_compare
+
+        raise SystemExit(run_compare(framework, as_json, output))
 
 
 __all__ = ["register"]

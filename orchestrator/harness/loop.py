@@ -95,9 +95,16 @@ def run_loop(
         actor=caller.actor,
         kind="loop_stopped",
         status="finished" if outcome.finished else "stopped",
-        detail={"reason": reason, "steps": outcome.steps, "budget_left": outcome.budget_left},
+        detail={"reason": reason, "steps": outcome.steps, "budget_left": outcome.budget_left}
+        | _tokens(planner),
     )
     return outcome
+
+
+def _tokens(planner: Planner) -> dict[str, int]:
+    """A model planner's token count, when its endpoint reported one (deterministic planners have none)."""
+    tokens = getattr(planner, "tokens", None)
+    return {"model_tokens": tokens} if isinstance(tokens, int) else {}
 
 
 def _limit_hit(outcome: LoopOutcome, limits: LoopLimits, elapsed: float) -> str:

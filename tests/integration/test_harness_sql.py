@@ -23,22 +23,15 @@ import pytest
 from celery.exceptions import DuplicateTaskNameWarning
 from sqlmodel import Session, select
 
+from evaluation import fault_scenarios as fs
+from evaluation.faults import Rig
+from evaluation.memory_store import MemoryHarnessStore
 from orchestrator import services
 from orchestrator.bootstrap import build_app
 from orchestrator.config import Settings
-from orchestrator.entrypoints.evidence import (
-    MALFORMED,
-    SAMPLE_CORPUS,
-    SqlRig,
-    malformed_proposals,
-    publish_flow,
-)
 from orchestrator.errors import ApprovalRefused, IdempotencyConflict
-from orchestrator.harness import fault_scenarios as fs
 from orchestrator.harness.approvals import ApprovalBinding, mint
 from orchestrator.harness.checkpoints import AgentState, verify_chain
-from orchestrator.harness.faults import Rig
-from orchestrator.harness.memory_store import MemoryHarnessStore
 from orchestrator.harness.ports import EventTimes
 from orchestrator.harness.spec import ToolCall
 from orchestrator.routing import PUBLISH
@@ -47,6 +40,7 @@ from orchestrator.store.tables import EventRow, LedgerRow, SagaRow
 from outbox.broker import InlineBroker
 from sagas.destinations.memory import memory_store
 from sagas.runner import publisher_caller
+from tests.support.rigs import MALFORMED, SAMPLE_CORPUS, SqlRig, malformed_proposals, publish_flow
 
 pytestmark = pytest.mark.integration
 

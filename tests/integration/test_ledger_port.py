@@ -12,15 +12,15 @@ from typing import Any
 import pytest
 from sqlmodel import Session, select
 
-from orchestrator.entrypoints.evidence import SqlRig
+from evaluation.faults import Rig
+from evaluation.memory_store import MemoryHarnessStore
 from orchestrator.errors import NotFound
 from orchestrator.harness.checkpoints import AgentState
-from orchestrator.harness.faults import Rig
 from orchestrator.harness.ledger_status import LedgerStatus
-from orchestrator.harness.memory_store import MemoryHarnessStore
 from orchestrator.harness.ports import EventTimes
 from orchestrator.store.db import make_engine, unit_of_work
 from orchestrator.store.tables import EventRow
+from tests.support.rigs import SqlRig
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgresql"])

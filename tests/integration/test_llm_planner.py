@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from evaluation.memory_store import MemoryHarnessStore
 from orchestrator import services
 from orchestrator.bootstrap import build_app, denied_specs
 from orchestrator.config import Settings
@@ -30,7 +31,6 @@ from orchestrator.errors import InvalidInput
 from orchestrator.harness.capabilities import ROLE_CAPABILITIES
 from orchestrator.harness.engine import Caller, Harness
 from orchestrator.harness.loop import LoopLimits, run_loop
-from orchestrator.harness.memory_store import MemoryHarnessStore
 from orchestrator.harness.provenance import wrap
 from orchestrator.harness.registry import Registry
 from orchestrator.harness.spec import ToolContext, ToolSpec, ToolStatus
@@ -134,6 +134,20 @@ def researcher(server: ChatServer, registry: Registry) -> ModelPlanner:
     return ModelPlanner(
         role="researcher", goal=goal, tools=tools_for("researcher", registry), chat=chat, result_tool=None
     )
+
+
+def test_the_tokens_the_endpoint_reports_are_summed_and_recorded_when_the_loop_stops() -> None:
+    registry, harness, store = rig(Calls())
+    reported = sum(
+        json.loads((FIXTURES / f"{name}.json").read_text(encoding="utf-8"))["body"]["usage"]["total_tokens"]
+        for name in ("read_call", "final_answer")
+    )
+    with ChatServer("read_call", "final_answer") as server:
+        planner = researcher(server, registry)
+        run_loop(harness, planner, caller("researcher"), sleep=lambda _: None)
+    assert planner.tokens == reported > 0
+    [stopped] = store.events(saga_id=SAGA, kind="loop_stopped")
+    assert stopped.detail["model_tokens"] == reported
 
 
 def test_the_request_carries_the_role_tools_and_frames_tool_output_as_data() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from orchestrator.entrypoints.eval_measures import (
+from evaluation.eval_measures import (
     injections_reached,
     loop_counts,
     unsupported_sentences,

@@ -6,6 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from evaluation.faults import Bench
+from evaluation.memory_store import MemoryHarnessStore
 from orchestrator.errors import PolicyRefused
 from orchestrator.harness.capabilities import (
     ROLE_CAPABILITIES,
@@ -15,8 +17,6 @@ from orchestrator.harness.capabilities import (
     require_within,
 )
 from orchestrator.harness.checkpoints import GENESIS, AgentState, chain_hash, verify_chain
-from orchestrator.harness.faults import Bench
-from orchestrator.harness.memory_store import MemoryHarnessStore
 
 Link = tuple[str, str, AgentState]
 

@@ -1,6 +1,6 @@
 """One test per row of the fault-injection table, on the in-memory store.
 
-Each scenario (`orchestrator.harness.fault_scenarios`) runs the fault through
+Each scenario (`evaluation.fault_scenarios`) runs the fault through
 a side door (the executor called directly) and through the harness. The
 tests assert both: the failure the defence exists for, then that it is
 prevented. The saga-level half of the timeout row (`effect-unknown`, then
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.harness import fault_scenarios as fs
-from orchestrator.harness.faults import INJECTED
-from orchestrator.harness.memory_store import MemoryHarnessStore
+from evaluation import fault_scenarios as fs
+from evaluation.faults import INJECTED
+from evaluation.memory_store import MemoryHarnessStore
 
 
 @pytest.fixture

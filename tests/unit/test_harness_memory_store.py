@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from evaluation.memory_store import MemoryHarnessStore, MemoryTx
 from orchestrator.errors import ApprovalRefused, IdempotencyConflict
 from orchestrator.harness.approvals import ApprovalBinding, session_for
 from orchestrator.harness.checkpoints import AgentState, verify_chain
-from orchestrator.harness.memory_store import MemoryHarnessStore, MemoryTx
 from orchestrator.harness.ports import EventTimes, HarnessStore
 
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)

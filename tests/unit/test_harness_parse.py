@@ -7,11 +7,11 @@ import random
 
 import pytest
 
-from orchestrator.entrypoints.evidence import MALFORMED, malformed_proposals
-from orchestrator.harness.faults import Bench, call
-from orchestrator.harness.memory_store import MemoryHarnessStore
+from evaluation.faults import Bench, call
+from evaluation.memory_store import MemoryHarnessStore
 from orchestrator.harness.parse import DEFAULT_LIMITS, ParseLimits, ParseRefused, bounded_parse
 from orchestrator.harness.spec import ToolStatus
+from tests.support.rigs import MALFORMED, malformed_proposals
 
 SMALL = ParseLimits(max_bytes=200, max_depth=3, max_string=10, max_items=4)
 

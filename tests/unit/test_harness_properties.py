@@ -20,12 +20,12 @@ from typing import Any
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
+from evaluation.fault_scenarios import no_sleep
+from evaluation.faults import ALL_CAPS, DEST, OTHER_DEST, SIGNING_KEY, Bench, ScriptedPlanner, call
+from evaluation.memory_store import MemoryHarnessStore
 from orchestrator.harness.approvals import ApprovalRequest, refusal
 from orchestrator.harness.digests import args_digest
-from orchestrator.harness.fault_scenarios import no_sleep
-from orchestrator.harness.faults import ALL_CAPS, DEST, OTHER_DEST, SIGNING_KEY, Bench, ScriptedPlanner, call
 from orchestrator.harness.loop import LoopLimits, run_loop
-from orchestrator.harness.memory_store import MemoryHarnessStore
 from orchestrator.harness.spec import ToolCall
 
 TOOLS = ["fetch", "note.write", "publish", "shell.run", "approval.grant", "no.such.tool"]

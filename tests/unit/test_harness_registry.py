@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from orchestrator.harness.faults import ALL_CAPS, Bench, call
-from orchestrator.harness.memory_store import MemoryHarnessStore
+from evaluation.faults import ALL_CAPS, Bench, call
+from evaluation.memory_store import MemoryHarnessStore
 from orchestrator.harness.registry import Registry, RegistryError
 from orchestrator.harness.spec import (
     IRREVERSIBLE,

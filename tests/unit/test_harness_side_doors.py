@@ -30,7 +30,7 @@ EXECUTOR_MODULES = (
     "roles.tools",
     "roles.handlers",
     "orchestrator.saga_tools",
-    "orchestrator.harness.faults",
+    "evaluation.faults",
 )
 EXECUTOR_ATTRIBUTES = {"executor", "status_probe", "compensation", "recorder", "open_destination", "_invoke"}
 

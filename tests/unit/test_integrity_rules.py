@@ -8,6 +8,7 @@ import os
 
 import pytest
 
+from orchestrator.durations import MAX_DURATION_DAYS, parse_duration
 from orchestrator.entrypoints.mcp_json import (
     DUPLICATE_META,
     duplicate_arguments,
@@ -16,7 +17,6 @@ from orchestrator.entrypoints.mcp_json import (
 )
 from orchestrator.errors import InvalidInput
 from orchestrator.harness.parse import DuplicateKey, ParseRefused, bounded_parse, strict_loads
-from orchestrator.services import MAX_DURATION_DAYS, parse_duration
 from sagas.destinations.registry import normalise_destination
 from sagas.effect_checks import COMPENSABLE, PUBLISH_STATES, STATUS_STATES
 from sagas.machine import SagaState

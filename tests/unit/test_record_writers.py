@@ -19,10 +19,10 @@ PRODUCT = ["orchestrator", "sagas", "roles", "outbox", "telemetry", "evaluation"
 WRITERS = {
     "LedgerRow": {
         "orchestrator/store/harness_store.py",  # the SQL adapter of HarnessStore
-        "orchestrator/harness/memory_store.py",  # the in-memory adapter (its own rows)
-        "evaluation/memory_store.py",  # the same adapter where it is moving
+        "evaluation/memory_store.py",  # the in-memory adapter (its own rows)
+        "bench/prune.py",  # seeds synthetic finished sagas in bulk SQL for the prune benchmark
     },
-    "EventRow": {"orchestrator/store/events.py"},
+    "EventRow": {"orchestrator/store/events.py", "bench/prune.py"},
 }
 TABLES = {"LedgerRow": "ledger", "EventRow": "events"}
 WRITE_CALLS = {"insert", "update", "delete"}
