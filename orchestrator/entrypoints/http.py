@@ -348,7 +348,7 @@ def serve(host: str = "127.0.0.1", port: int = 8080) -> None:
     allowed: set[str] | None = None
     if is_loopback(host):
         allowed = {*LOOPBACK_HOSTS, host.strip("[]").lower()}
-    else:
+    elif mode(app.people) == "open":
         log.warning("serving on %s without authentication: put an authenticating proxy in front", host)
     uvicorn.run(create_app(app, allowed_hosts=allowed), host=host, port=port, server_header=False)
 
