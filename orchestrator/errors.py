@@ -9,7 +9,11 @@
     │   ├── IllegalTransition   the saga machine refuses the move
     │   ├── StaleVersion        the version is not the head, or was edited
     │   ├── ApprovalRefused     wrong binding, expired, used, or self-approval
+    │   │   └── ApproverLapsed  the approver was revoked or lost reviewer before the effect
     │   ├── PolicyRefused       capability or risk class says no
+    │   ├── NotAuthenticated    closed mode: no token, or an unknown or revoked one (HTTP 401)
+    │   ├── NotPermitted        the caller's roles lack the permission (HTTP 403)
+    │   │   └── SelfApproval    the submitter or an author tries to approve (also ApprovalRefused)
     │   └── IdempotencyConflict same business key, different arguments
     ├── ServiceUnavailable      exit 5: the database or the broker cannot be reached
     ├── ApprovalRequired        an outcome, not a failure: a person must approve
@@ -89,6 +93,22 @@ class ServiceUnavailable(PressroomError):
     exit_code = 5
 
 
+class NotAuthenticated(Refused):
+    pass
+
+
+class NotPermitted(Refused):
+    pass
+
+
+class SelfApproval(NotPermitted, ApprovalRefused):
+    pass
+
+
+class ApproverLapsed(ApprovalRefused):
+    """At the moment of the effect the approver is no longer an active reviewer."""
+
+
 class ApprovalRequired(PressroomError):
     exit_code = 4
 
@@ -134,6 +154,7 @@ def exit_code_for(error: BaseException) -> int:
 __all__ = [
     "ApprovalRefused",
     "ApprovalRequired",
+    "ApproverLapsed",
     "DestinationError",
     "EffectUnknown",
     "IdempotencyConflict",
@@ -141,12 +162,15 @@ __all__ = [
     "InvalidInput",
     "MaybeApplied",
     "NotApplied",
+    "NotAuthenticated",
     "NotFound",
+    "NotPermitted",
     "PolicyRefused",
     "PressroomError",
     "Refused",
     "RetryLater",
     "ServiceUnavailable",
+    "SelfApproval",
     "StaleVersion",
     "exit_code_for",
     "EXIT_UNAVAILABLE",

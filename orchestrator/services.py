@@ -17,9 +17,11 @@ from sqlmodel import Session
 
 from orchestrator import durations, paging, views
 from orchestrator.app import App, saga_span
-from orchestrator.errors import ApprovalRefused, InvalidInput, NotFound, Refused, StaleVersion
+from orchestrator.errors import InvalidInput, NotFound, Refused, SelfApproval, StaleVersion
 from orchestrator.harness.approvals import ApprovalBinding, mint, session_for
 from orchestrator.harness.capabilities import ROLE_CAPABILITIES
+from orchestrator.harness.principals import Party, Permission, Principal, acting, require, self_approval
+from orchestrator.people import as_principal
 from orchestrator.routing import DRAFT, PUBLISH, RESEARCH, REVIEW
 from orchestrator.store import submit_requests
 from orchestrator.store.db import unit_of_work
@@ -33,11 +35,19 @@ from telemetry import metrics, propagation, spans
 MAX_BRIEF = 4000
 
 
-def _name(value: str, what: str = "--as") -> str:
-    value = (value or "").strip()
-    if not value or len(value) > 100 or any(ch in value for ch in "\n\r\t"):
-        raise InvalidInput(f"{what} needs a person's name (1-100 characters on one line)")
-    return value
+def _person(app: App, actor: Principal | str, permission: Permission) -> Principal:
+    """The caller as a principal holding `permission` (a bare name only in open mode)."""
+    return require(as_principal(app.people, actor), permission)
+
+
+def _parties(s: Session, saga: SagaRow) -> list[Party]:
+    """The people who may not approve `saga`: its submitter and every person who wrote a version."""
+    parties = [Party(saga.created_by_id, saga.created_by, "submitted the saga")]
+    # An agent's name counts too: nobody approves as the writer of a draft.
+    parties += [
+        Party(v.author_id, v.author, f"wrote version {v.number}") for v in records.versions(s, saga.id)
+    ]
+    return parties
 
 
 def _within(roots: list[Path], path: Path, what: str) -> None:
@@ -60,11 +70,21 @@ def submit(
     brief: str,
     corpus: str,
     destinations: list[str],
-    actor: str,
+    actor: Principal | str,
     request_id: str | None = None,
 ) -> dict[str, Any]:
     """Start a saga. With `request_id`, a retry returns the saga the first call made
     (`"replayed": true`) instead of making another."""
+    who = _person(app, actor, Permission.SUBMIT)
+    with acting(who):
+        return _submit(
+            app, brief=brief, corpus=corpus, destinations=destinations, who=who, request_id=request_id
+        )
+
+
+def _submit(
+    app: App, *, brief: str, corpus: str, destinations: list[str], who: Principal, request_id: str | None
+) -> dict[str, Any]:
     brief = (brief or "").strip()
     if not brief:
         raise InvalidInput("the brief is empty")
@@ -86,19 +106,18 @@ def submit(
             _within(roots, Path(target).expanduser(), "destination")
     if len(set(destinations)) != len(destinations):
         raise InvalidInput("a destination is named twice")
-    actor = _name(actor)
     digest = ""
     if request_id is not None:
         request_id = submit_requests.check_request_id(request_id)
         digest = submit_requests.args_digest(
-            brief=brief, corpus=str(root.resolve()), destinations=list(destinations), actor=actor
+            brief=brief, corpus=str(root.resolve()), destinations=list(destinations), actor=who.id
         )
         with Session(app.engine) as s:
             made = submit_requests.find(s, request_id, digest)
         if made is not None:
             return {**status(app, made), "request_id": request_id, "replayed": True}
     try:
-        saga_id = _start_saga(app, brief, root, destinations, actor, request_id, digest)
+        saga_id = _start_saga(app, brief, root, destinations, who, request_id, digest)
     except IntegrityError:
         if request_id is None:
             raise
@@ -117,10 +136,11 @@ def _start_saga(
     brief: str,
     root: Path,
     destinations: list[str],
-    actor: str,
+    who: Principal,
     request_id: str | None,
     digest: str,
 ) -> str:
+    actor = who.display
     with unit_of_work(app.engine) as uow:
         saga = SagaRow(
             brief=brief,
@@ -128,6 +148,7 @@ def _start_saga(
             destinations=list(destinations),
             state=SagaState.PREPARING.value,
             created_by=actor,
+            created_by_id=who.id,
         )
         with saga_span("submit", saga):
             # The saga's trace starts here; every later message and command joins it.
@@ -201,9 +222,17 @@ def history(app: App, saga_id: str) -> dict[str, Any]:
 
 
 def approve(
-    app: App, saga_id: str, *, version: int, actor: str, expires_in: str | None = None
+    app: App, saga_id: str, *, version: int, actor: Principal | str, expires_in: str | None = None
 ) -> dict[str, Any]:
-    actor = _name(actor)
+    who = _person(app, actor, Permission.APPROVE)
+    with acting(who):
+        return _approve(app, saga_id, version=version, who=who, expires_in=expires_in)
+
+
+def _approve(
+    app: App, saga_id: str, *, version: int, who: Principal, expires_in: str | None
+) -> dict[str, Any]:
+    actor = who.display
     ttl = parse_duration(expires_in) if expires_in else timedelta(seconds=app.settings.approval_ttl)
     with unit_of_work(app.engine) as uow:
         s = uow.session
@@ -214,8 +243,9 @@ def approve(
         if version != saga.head_version:
             raise StaleVersion(f"version {version} is not the head (v{saga.head_version}) of saga {saga.id}")
         head = records.version(s, saga.id, version)
-        if head.author == actor:
-            raise ApprovalRefused(f"{actor} wrote version {version} and cannot approve it")
+        why = self_approval(who, _parties(s, saga))
+        if why:
+            raise SelfApproval(why, saga_id=saga.id, principal_id=who.id)
         now = utcnow()
         binding = ApprovalBinding(
             saga_id=saga.id,
@@ -227,6 +257,7 @@ def approve(
             expires_at=now + ttl,
         )
         row = approval_row(binding, mint(binding, app.signing_key), issued_at=now)
+        row.approver_id = who.id
         s.add(row)
         records.transition(
             s, saga, SagaEvent.APPROVED, actor=actor, detail={"version": version, "approval_id": row.id}
@@ -266,8 +297,13 @@ def approve(
     return {**out, "state": final["state"], "reason": final["reason"]}
 
 
-def reject(app: App, saga_id: str, *, actor: str, reason: str) -> dict[str, Any]:
-    actor = _name(actor)
+def reject(app: App, saga_id: str, *, actor: Principal | str, reason: str) -> dict[str, Any]:
+    who = _person(app, actor, Permission.REJECT)
+    with acting(who):
+        return _reject(app, saga_id, actor=who.display, reason=reason)
+
+
+def _reject(app: App, saga_id: str, *, actor: str, reason: str) -> dict[str, Any]:
     if not (reason or "").strip():
         raise InvalidInput("--reason is empty")
     with unit_of_work(app.engine) as uow:
@@ -290,8 +326,14 @@ def reject(app: App, saga_id: str, *, actor: str, reason: str) -> dict[str, Any]
     return status(app, sid)
 
 
-def edit(app: App, saga_id: str, *, path: str, actor: str) -> dict[str, Any]:
-    actor = _name(actor)
+def edit(app: App, saga_id: str, *, path: str, actor: Principal | str) -> dict[str, Any]:
+    who = _person(app, actor, Permission.EDIT)
+    with acting(who):
+        return _edit(app, saga_id, path=path, who=who)
+
+
+def _edit(app: App, saga_id: str, *, path: str, who: Principal) -> dict[str, Any]:
+    actor = who.display
     file = Path(path)
     if not file.is_file():
         raise InvalidInput(f"file not found: {path}")
@@ -319,6 +361,8 @@ def edit(app: App, saga_id: str, *, path: str, actor: str) -> dict[str, Any]:
             citations=kept,
             evidence_digest=previous.evidence_digest if previous else None,
         )
+        new.author_id = who.id
+        s.add(new)
         app.dispatch(
             uow,
             saga_id=saga.id,
@@ -332,30 +376,32 @@ def edit(app: App, saga_id: str, *, path: str, actor: str) -> dict[str, Any]:
     return status(app, sid)
 
 
-def cancel(app: App, saga_id: str, *, actor: str) -> dict[str, Any]:
+def cancel(app: App, saga_id: str, *, actor: Principal | str) -> dict[str, Any]:
     from sagas.reconcile import cancel_saga
 
-    actor = _name(actor)
+    who = _person(app, actor, Permission.CANCEL)
     with Session(app.engine) as s:
         sid = records.find_saga(s, saga_id).id
-    cancel_saga(app, sid, actor=actor)
+    with acting(who):
+        cancel_saga(app, sid, actor=who.display)
     app.drain()
     return status(app, sid)
 
 
 def reconcile(
-    app: App, saga_id: str, *, destination: str, outcome: str, actor: str, reason: str
+    app: App, saga_id: str, *, destination: str, outcome: str, actor: Principal | str, reason: str
 ) -> dict[str, Any]:
     from sagas.reconcile import reconcile_step
 
-    actor = _name(actor)
+    who = _person(app, actor, Permission.RECONCILE)
     if outcome not in ("confirmed", "absent"):
         raise InvalidInput("--outcome must be confirmed or absent")
     if not (reason or "").strip():
         raise InvalidInput("--reason is empty")
     with Session(app.engine) as s:
         sid = records.find_saga(s, saga_id).id
-    reconcile_step(app, sid, destination=destination, outcome=outcome, actor=actor, reason=reason)
+    with acting(who):
+        reconcile_step(app, sid, destination=destination, outcome=outcome, actor=who.display, reason=reason)
     app.drain()
     return status(app, sid)
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from orchestrator.entrypoints.cli_people import caller, reader
 from orchestrator.entrypoints.lazy import lazy_module
 from orchestrator.entrypoints.outcome import check as check_outcome
 from orchestrator.errors import EXIT_BAD_INPUT, EXIT_UNAVAILABLE, PressroomError, exit_code_for
@@ -71,7 +72,7 @@ def cli() -> None:
 @click.option(
     "--dest", "dests", multiple=True, required=True, help="site:PATH, git:PATH or webhook:URL (repeatable)."
 )
-@click.option("--as", "actor", default="submitter", show_default=True, help="Who submits.")
+@click.option("--as", "actor", default=None, help="Who submits (open mode; default 'submitter').")
 @click.option("--request-id", default=None, help="Makes a retried submit return the saga the first one made.")
 @click.option("--json", "as_json", is_flag=True)
 @pass_ctx
@@ -80,13 +81,14 @@ def submit(
     brief: str,
     corpus: str,
     dests: tuple[str, ...],
-    actor: str,
+    actor: str | None,
     request_id: str | None,
     as_json: bool,
 ) -> None:
     """Start a saga: research, write and review a brief."""
+    who = caller(ctx, actor, default="submitter")
     out = services.submit(
-        ctx.app(), brief=brief, corpus=corpus, destinations=list(dests), actor=actor, request_id=request_id
+        ctx.app(), brief=brief, corpus=corpus, destinations=list(dests), actor=who, request_id=request_id
     )
     emit(out, as_json, render.status)
     check_outcome(out)
@@ -105,6 +107,7 @@ def status(
     ctx: Ctx, saga_id: str | None, limit: int | None, after: str | None, waiting: bool, as_json: bool
 ) -> None:
     """One saga's state and destinations, or a page of sagas, newest first."""
+    reader(ctx)
     out = services.status(ctx.app(), saga_id, limit=limit, after=after, waiting=waiting)
     emit(out, as_json, render.status if saga_id else render.saga_list)
 
@@ -116,6 +119,7 @@ def status(
 @pass_ctx
 def show(ctx: Ctx, saga_id: str, number: int | None, as_json: bool) -> None:
     """A version with its citations and review report."""
+    reader(ctx)
     emit(services.show(ctx.app(), saga_id, number), as_json, render.version)
 
 
@@ -126,6 +130,7 @@ def show(ctx: Ctx, saga_id: str, number: int | None, as_json: bool) -> None:
 @pass_ctx
 def diff(ctx: Ctx, saga_id: str, n: int, m: int) -> None:
     """Unified diff between versions N and M."""
+    reader(ctx)
     text = services.diff(ctx.app(), saga_id, n, m)
     click.echo(text or f"versions {n} and {m} are identical\n", nl=False)
 
@@ -133,26 +138,32 @@ def diff(ctx: Ctx, saga_id: str, n: int, m: int) -> None:
 @cli.command()
 @click.argument("saga_id")
 @click.option("--version", "number", type=int, required=True, help="The exact version you read.")
-@click.option("--as", "actor", required=True, help="Your name (not the version's author).")
+@click.option(
+    "--as", "actor", default=None, help="Your name (required in open mode; not the version's author)."
+)
 @click.option("--expires-in", default=None, help="e.g. 30m, 2h, 1d (default 24h).")
 @click.option("--json", "as_json", is_flag=True)
 @pass_ctx
-def approve(ctx: Ctx, saga_id: str, number: int, actor: str, expires_in: str | None, as_json: bool) -> None:
+def approve(
+    ctx: Ctx, saga_id: str, number: int, actor: str | None, expires_in: str | None, as_json: bool
+) -> None:
     """Approve one exact version for the saga's destinations, once."""
-    out = services.approve(ctx.app(), saga_id, version=number, actor=actor, expires_in=expires_in)
+    who = caller(ctx, actor)
+    out = services.approve(ctx.app(), saga_id, version=number, actor=who, expires_in=expires_in)
     emit(out, as_json, render.approval)
     check_outcome(out)
 
 
 @cli.command()
 @click.argument("saga_id")
-@click.option("--as", "actor", required=True)
+@click.option("--as", "actor", default=None, help="Your name (required in open mode).")
 @click.option("--reason", required=True)
 @click.option("--json", "as_json", is_flag=True)
 @pass_ctx
-def reject(ctx: Ctx, saga_id: str, actor: str, reason: str, as_json: bool) -> None:
+def reject(ctx: Ctx, saga_id: str, actor: str | None, reason: str, as_json: bool) -> None:
     """Send the saga back to the writer with your reason."""
-    out = services.reject(ctx.app(), saga_id, actor=actor, reason=reason)
+    who = caller(ctx, actor)
+    out = services.reject(ctx.app(), saga_id, actor=who, reason=reason)
     emit(out, as_json, render.status)
     check_outcome(out)
 
@@ -160,24 +171,26 @@ def reject(ctx: Ctx, saga_id: str, actor: str, reason: str, as_json: bool) -> No
 @cli.command()
 @click.argument("saga_id")
 @click.option("--file", "path", required=True, help="The edited markdown.")
-@click.option("--as", "actor", required=True)
+@click.option("--as", "actor", default=None, help="Your name (required in open mode).")
 @click.option("--json", "as_json", is_flag=True)
 @pass_ctx
-def edit(ctx: Ctx, saga_id: str, path: str, actor: str, as_json: bool) -> None:
+def edit(ctx: Ctx, saga_id: str, path: str, actor: str | None, as_json: bool) -> None:
     """Make a new version from a file; earlier approvals are void."""
-    out = services.edit(ctx.app(), saga_id, path=path, actor=actor)
+    who = caller(ctx, actor)
+    out = services.edit(ctx.app(), saga_id, path=path, actor=who)
     emit(out, as_json, render.status)
     check_outcome(out)
 
 
 @cli.command()
 @click.argument("saga_id")
-@click.option("--as", "actor", required=True)
+@click.option("--as", "actor", default=None, help="Your name (required in open mode).")
 @click.option("--json", "as_json", is_flag=True)
 @pass_ctx
-def cancel(ctx: Ctx, saga_id: str, actor: str, as_json: bool) -> None:
+def cancel(ctx: Ctx, saga_id: str, actor: str | None, as_json: bool) -> None:
     """Cancel a saga, compensating anything it published."""
-    out = services.cancel(ctx.app(), saga_id, actor=actor)
+    who = caller(ctx, actor)
+    out = services.cancel(ctx.app(), saga_id, actor=who)
     emit(out, as_json, render.status)
     check_outcome(out)
 
@@ -186,16 +199,17 @@ def cancel(ctx: Ctx, saga_id: str, actor: str, as_json: bool) -> None:
 @click.argument("saga_id")
 @click.option("--dest", "destination", required=True)
 @click.option("--outcome", type=click.Choice(["confirmed", "absent"]), required=True)
-@click.option("--as", "actor", required=True)
+@click.option("--as", "actor", default=None, help="Your name (required in open mode).")
 @click.option("--reason", required=True)
 @click.option("--json", "as_json", is_flag=True)
 @pass_ctx
 def reconcile(
-    ctx: Ctx, saga_id: str, destination: str, outcome: str, actor: str, reason: str, as_json: bool
+    ctx: Ctx, saga_id: str, destination: str, outcome: str, actor: str | None, reason: str, as_json: bool
 ) -> None:
     """Settle an uncertain step: the effect is confirmed, or absent."""
+    who = caller(ctx, actor)
     out = services.reconcile(
-        ctx.app(), saga_id, destination=destination, outcome=outcome, actor=actor, reason=reason
+        ctx.app(), saga_id, destination=destination, outcome=outcome, actor=who, reason=reason
     )
     emit(out, as_json, render.status)
     check_outcome(out)
@@ -207,6 +221,7 @@ def reconcile(
 @pass_ctx
 def history(ctx: Ctx, saga_id: str, as_json: bool) -> None:
     """Every event of a saga, with its phase times."""
+    reader(ctx)
     emit(services.history(ctx.app(), saga_id), as_json, render.history)
 
 
@@ -216,6 +231,7 @@ def history(ctx: Ctx, saga_id: str, as_json: bool) -> None:
 @pass_ctx
 def trace(ctx: Ctx, saga_id: str, span_file: str | None) -> None:
     """A waterfall of each action's proposal, authorization, send and ack."""
+    reader(ctx)
     render.trace(services.history(ctx.app(), saga_id), span_file)
 
 
@@ -230,6 +246,10 @@ audit_cli.register(cli, pass_ctx)
 from orchestrator.entrypoints import ops_cli  # noqa: E402  (registers db, prune, dead-letters)
 
 ops_cli.register(cli, pass_ctx)
+
+from orchestrator.entrypoints import cli_people  # noqa: E402  (users, whoami)
+
+cli_people.register(cli, pass_ctx, emit)
 
 
 def _error(message: str) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -19,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from orchestrator.errors import (
     ApprovalRefused,
+    ApproverLapsed,
     DestinationError,
     IdempotencyConflict,
     PressroomError,
@@ -31,6 +33,7 @@ from orchestrator.harness.digests import args_digest
 from orchestrator.harness.parse import DEFAULT_LIMITS, ParseLimits, ParseRefused, bounded_parse
 from orchestrator.harness.policy import Action, AwaitApproval, PolicyState, Reject, decide
 from orchestrator.harness.ports import NO_READS, EventTimes, HarnessStore, LedgerView
+from orchestrator.harness.principals import Principal, acting, tool_refusal
 from orchestrator.harness.registry import Registry
 from orchestrator.harness.spec import (
     NO_PROBE,
@@ -53,6 +56,8 @@ class Caller:
     capabilities: Capabilities
     saga_id: str | None = None
     span_attributes: dict[str, Any] = field(default_factory=dict)
+    # The person behind the call (MCP); None: the saga's own agent, bound by its capabilities.
+    principal: Principal | None = None
 
 
 def _now() -> datetime:
@@ -99,7 +104,10 @@ class Harness:
         attrs = {names.ATTR_TOOL: proposal.tool, **caller.span_attributes}
         if caller.saga_id:
             attrs[names.ATTR_SAGA_ID] = caller.saga_id
-        with spans.action_span(proposal.tool, attrs):
+        # A person's call stamps its events with them; an agent's call keeps the person
+        # whose command it serves (a cancel's compensations), or none (a worker's message).
+        person = acting(caller.principal) if caller.principal is not None else nullcontext()
+        with person, spans.action_span(proposal.tool, attrs):
             times = EventTimes(proposed_at=self._clock())
             with spans.phase(names.PROPOSAL, attrs):
                 prepared = self._prepare(proposal, caller, times, attrs)
@@ -149,6 +157,10 @@ class Harness:
         """The authorization phase: a result that ends the call, the intent id of a write, or None for a read."""
         with spans.phase(names.AUTHORIZATION, c.attrs):
             c.times.authorized_at = self._clock()
+            # Who, before what: the caller's role is checked before any approval is read.
+            who = tool_refusal(c.caller.principal, c.spec.name)
+            if who is not None:
+                return self._refuse(c.proposal, c.caller, c.times, who)
             scope = self._approval_scope(c)
             # The ledger row, the saga's session and the approval, read together.
             if scope is not None:
@@ -189,33 +201,42 @@ class Harness:
                     return settled
             if c.spec.risk is Risk.READ_ONLY:
                 return None
-            try:
-                intent_id = self.store.begin_effect(
-                    saga_id=c.caller.saga_id,
-                    actor=c.caller.actor,
-                    state=AgentState(
-                        event_id=uuid.uuid4().hex,
-                        step=ledger.attempts + 1 if ledger else 1,
-                        tool=c.spec.name,
-                        idempotency_key=c.key,
-                        args_digest=c.digest,
-                        messages=[{"call_id": c.proposal.call_id, "arguments": c.args}],
-                        pending_approval=decision.approval_id,
-                    ),
-                    approval_id=decision.approval_id,
-                    execution=request.execution if request else None,
-                    times=c.times,
-                    claim_seconds=self._claim_seconds,
-                    guard=self._pre_execute(c),
-                )
-            except IdempotencyConflict as exc:
-                if getattr(exc, "in_flight", False):
-                    return self._in_flight(c)
-                return self._refuse(c.proposal, c.caller, c.times, str(exc))
-            except ApprovalRefused as exc:
-                return self._refuse(c.proposal, c.caller, c.times, str(exc))
-            except PressroomError as exc:  # a pre-execute check said no: nothing pending, nothing sent
-                return self._refuse(c.proposal, c.caller, c.times, str(exc))
+            return self._begin(c, ledger, decision.approval_id, request)
+
+    def _begin(
+        self, c: _Call, ledger: LedgerView | None, approval_id: str | None, request: ApprovalRequest | None
+    ) -> ToolResult | str:
+        """Commit the intent (the pre-execute record): its id, or the refusal that stopped it."""
+        try:
+            intent_id = self.store.begin_effect(
+                saga_id=c.caller.saga_id,
+                actor=c.caller.actor,
+                state=AgentState(
+                    event_id=uuid.uuid4().hex,
+                    step=ledger.attempts + 1 if ledger else 1,
+                    tool=c.spec.name,
+                    idempotency_key=c.key,
+                    args_digest=c.digest,
+                    messages=[{"call_id": c.proposal.call_id, "arguments": c.args}],
+                    pending_approval=approval_id,
+                ),
+                approval_id=approval_id,
+                execution=request.execution if request else None,
+                times=c.times,
+                claim_seconds=self._claim_seconds,
+                guard=self._pre_execute(c),
+            )
+        except IdempotencyConflict as exc:
+            if getattr(exc, "in_flight", False):
+                return self._in_flight(c)
+            return self._refuse(c.proposal, c.caller, c.times, str(exc))
+        except ApproverLapsed as exc:
+            lapsed = self._refuse(c.proposal, c.caller, c.times, str(exc))
+            return lapsed.model_copy(update={"output": {"approver_lapsed": True}})
+        except ApprovalRefused as exc:
+            return self._refuse(c.proposal, c.caller, c.times, str(exc))
+        except PressroomError as exc:  # a pre-execute check said no: nothing pending, nothing sent
+            return self._refuse(c.proposal, c.caller, c.times, str(exc))
         return intent_id
 
     # -- pieces of the path ------------------------------------------------

@@ -22,6 +22,8 @@ HASHED_FIELDS: tuple[str, ...] = (
     "parent_event_id",
     "saga_id",
     "actor",
+    "principal_id",
+    "auth_method",
     "kind",
     "status",
     "tool",

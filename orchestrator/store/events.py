@@ -20,6 +20,7 @@ from sqlmodel import Session, col, select
 
 from orchestrator.harness.event_chain import GENESIS, event_hash
 from orchestrator.harness.ports import EventTimes
+from orchestrator.harness.principals import current_principal
 from orchestrator.store.tables import EventRow, SagaRow, new_id, utcnow
 
 _HEADS = "pressroom.event_heads"
@@ -59,6 +60,14 @@ def hold_chain(session: Session, saga_id: str) -> str:
     return head
 
 
+def acting_fields() -> dict[str, str | None]:
+    """`principal_id` and `auth_method` of the principal acting now (null: the system)."""
+    principal = current_principal()
+    if principal is None:
+        return {"principal_id": None, "auth_method": None}
+    return {"principal_id": principal.id, "auth_method": principal.auth}
+
+
 def _link(session: Session, values: dict[str, Any]) -> None:
     """Set `prev_hash` and `hash` on an event's values: the only place they are computed."""
     saga_id = values.get("saga_id")
@@ -75,6 +84,8 @@ def add_event(session: Session, **fields: Any) -> EventRow:
     values: dict[str, Any] = {**fields, **(times.model_dump() if times else {})}
     values.setdefault("event_id", new_id())
     values.setdefault("created_at", utcnow())
+    for name, value in acting_fields().items():
+        values.setdefault(name, value)
     if values.get("detail") is None:
         values["detail"] = {}
     _link(session, values)
@@ -98,6 +109,7 @@ def insert_event(
         "status": status,
         "detail": detail,
         "created_at": utcnow(),
+        **acting_fields(),
     }
     _link(session, values)
     session.connection().execute(_INSERT_EVENT, values)

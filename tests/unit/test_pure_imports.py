@@ -21,6 +21,8 @@ PURE = [
     "orchestrator.harness.digests",
     "orchestrator.harness.event_chain",
     "orchestrator.harness.ledger_status",
+    "orchestrator.harness.textfold",
+    "orchestrator.harness.principals",
     "orchestrator.routing",
     "roles.artifacts",
     "roles.injection",
