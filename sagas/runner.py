@@ -22,7 +22,7 @@ from orchestrator.harness.digests import business_key
 from orchestrator.harness.engine import Caller
 from orchestrator.harness.spec import ToolCall, ToolResult, ToolStatus
 from orchestrator.store.db import UnitOfWork, unit_of_work
-from orchestrator.store.tables import LedgerRow, SagaRow, StepRow, utcnow
+from orchestrator.store.tables import SagaRow, StepRow, utcnow
 from orchestrator.store.work import renew_lease
 from outbox.messages import Handoff
 from sagas import records
@@ -115,12 +115,15 @@ def approver_lapsed(
                 if step.uri in done and step.uri not in left and step.idempotency_key:
                     # Undone: a later approval publishes it again under the same key
                     # (as `reconcile --outcome absent` would allow).
-                    ledger = uow.session.get(LedgerRow, step.idempotency_key, with_for_update=True)
-                    if ledger is not None:
-                        ledger.status = "absent"
-                        uow.session.add(ledger)
-                    step.state = "pending"
-                    uow.session.add(step)
+                    if app.store.ledger_get(step.idempotency_key) is not None:
+                        app.store.reconcile(
+                            step.idempotency_key,
+                            "absent",
+                            actor=PUBLISHER,
+                            reason="compensated after the approver lapsed",
+                            within=uow,
+                        )
+                    set_step(uow.session, step, StepState.PENDING, actor=PUBLISHER)
             records.transition(
                 uow.session,
                 saga,
