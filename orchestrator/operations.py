@@ -17,8 +17,9 @@ from sqlmodel import Session, col, select
 
 from orchestrator.app import App
 from orchestrator.durations import parse_duration
-from orchestrator.errors import InvalidInput
 from orchestrator.harness.approvals import ApprovalRequest, refusal, session_for
+from orchestrator.harness.principals import Permission, Principal, require
+from orchestrator.people import as_principal
 from orchestrator.routing import TASKS, queue_of
 from orchestrator.store import dead_letters, retention
 from orchestrator.store.db import unit_of_work
@@ -33,17 +34,21 @@ SWEEPER = "sweeper"
 PRUNE_EVERY = 3600.0  # seconds between the relay's scheduled prunes
 
 
-def _actor(value: str) -> str:
-    value = (value or "").strip()
-    if not value or len(value) > 100 or any(ch in value for ch in "\n\r\t"):
-        raise InvalidInput("--as needs a person's name (1-100 characters on one line)")
-    return value
+def _operator(app: App, actor: Principal | str, permission: Permission) -> Principal:
+    """The caller as a principal holding `permission` (a bare name only in open mode)."""
+    return require(as_principal(app.people, actor), permission)
 
 
 def prune(
-    app: App, *, older_than: str, dry_run: bool = False, actor: str = "operator", now: datetime | None = None
+    app: App,
+    *,
+    older_than: str,
+    dry_run: bool = False,
+    actor: Principal | str = "operator",
+    now: datetime | None = None,
 ) -> dict[str, Any]:
     """Remove finished sagas' bookkeeping older than `older_than` (see `store.retention`)."""
+    who = _operator(app, actor, Permission.PRUNE)
     age = parse_duration(older_than)
     report = retention.prune(
         app.engine,
@@ -52,7 +57,7 @@ def prune(
         now=now or datetime.now(UTC),
         dry_run=dry_run,
     )
-    return {**report.as_dict(), "older_than": older_than, "actor": _actor(actor)}
+    return {**report.as_dict(), "older_than": older_than, "actor": who.display}
 
 
 def scheduled_prune(app: App, schedule: retention.RetentionSchedule) -> int:
@@ -68,13 +73,15 @@ def scheduled_prune(app: App, schedule: retention.RetentionSchedule) -> int:
     return sum(report.rows.values())
 
 
-def list_dead_letters(app: App) -> dict[str, Any]:
+def list_dead_letters(app: App, actor: Principal | str = "operator") -> dict[str, Any]:
+    _operator(app, actor, Permission.DEAD_LETTERS)
     return {"dead_letters": dead_letters.listing(app.engine)}
 
 
-def requeue_dead_letter(app: App, dead_id: str, *, actor: str) -> dict[str, Any]:
+def requeue_dead_letter(app: App, dead_id: str, *, actor: Principal | str) -> dict[str, Any]:
     """Send a dead letter again through the outbox, reopening its work."""
-    actor = _actor(actor)
+    who = _operator(app, actor, Permission.DEAD_LETTERS)
+    actor = who.display
     with unit_of_work(app.engine) as uow:
         row, payload = dead_letters.requeue(
             uow, dead_id, actor=actor, lease=app.settings.lease_seconds, known_tasks=TASKS

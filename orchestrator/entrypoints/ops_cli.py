@@ -65,14 +65,16 @@ def register(cli: click.Group, pass_ctx: Any) -> None:
         "--older-than", "older_than", required=True, help="e.g. 30d: finished sagas older than this."
     )
     @click.option("--dry-run", is_flag=True, help="Count what would go; remove nothing.")
-    @click.option("--as", "actor", default="operator", show_default=True, help="Who prunes.")
+    @click.option("--as", "actor", default=None, help="Who prunes (open mode; default 'operator').")
     @click.option("--json", "as_json", is_flag=True)
     @pass_ctx  # type: ignore[untyped-decorator]
-    def prune(ctx: Any, older_than: str, dry_run: bool, actor: str, as_json: bool) -> None:
+    def prune(ctx: Any, older_than: str, dry_run: bool, actor: str | None, as_json: bool) -> None:
         """Remove finished sagas' events, checkpoints, ledger, inbox, outbox and work rows."""
         from orchestrator import operations
+        from orchestrator.entrypoints.cli_people import caller
 
-        out = operations.prune(ctx.app(), older_than=older_than, dry_run=dry_run, actor=actor)
+        who = caller(ctx, actor, default="operator")
+        out = operations.prune(ctx.app(), older_than=older_than, dry_run=dry_run, actor=who)
         verb = "would remove" if dry_run else "removed"
         rows = ", ".join(f"{n} {table}" for table, n in out["rows"].items())
         _emit(out, as_json, f"{verb} {out['total']} rows of {out['sagas']} finished sagas: {rows}")
@@ -85,8 +87,9 @@ def register(cli: click.Group, pass_ctx: Any) -> None:
         if click.get_current_context().invoked_subcommand is not None:
             return
         from orchestrator import operations
+        from orchestrator.entrypoints.cli_people import caller
 
-        out = operations.list_dead_letters(ctx.app())
+        out = operations.list_dead_letters(ctx.app(), caller(ctx, None, default="operator"))
         lines = [
             f"{d['id']}  {d['created_at']}  {d['task'] or '-'}  saga {d['saga_id'] or '-'}"
             f"{'  requeued' if d['requeued_at'] else ''}  {d['reason']}"
@@ -96,14 +99,16 @@ def register(cli: click.Group, pass_ctx: Any) -> None:
 
     @dead_letters.command()
     @click.argument("dead_id")
-    @click.option("--as", "actor", default="operator", show_default=True, help="Who requeues.")
+    @click.option("--as", "actor", default=None, help="Who requeues (open mode; default 'operator').")
     @click.option("--json", "as_json", is_flag=True)
     @pass_ctx  # type: ignore[untyped-decorator]
-    def requeue(ctx: Any, dead_id: str, actor: str, as_json: bool) -> None:
+    def requeue(ctx: Any, dead_id: str, actor: str | None, as_json: bool) -> None:
         """Send a dead letter again through the outbox."""
         from orchestrator import operations
+        from orchestrator.entrypoints.cli_people import caller
 
-        out = operations.requeue_dead_letter(ctx.app(), dead_id, actor=actor)
+        who = caller(ctx, actor, default="operator")
+        out = operations.requeue_dead_letter(ctx.app(), dead_id, actor=who)
         _emit(out, as_json, f"requeued {out['id']} as message {out['requeued_as']}")
 
 
