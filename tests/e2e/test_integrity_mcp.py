@@ -17,7 +17,7 @@ import anyio
 import httpx
 import pytest
 
-from tests.e2e.test_mcp import ALICE_TOKEN, PRESSROOM, STARTUP, World, stdio_session, structured, text_of
+from tests.e2e.test_mcp import PRESSROOM, STARTUP, World, stdio_session, structured, text_of
 from tests.e2e.test_mcp import http_server as http_server  # noqa: F401  (a fixture)
 from tests.e2e.test_mcp import world as world  # noqa: F401  (a fixture)
 from tests.support.webhook_server import WebhookServer
@@ -197,7 +197,7 @@ def _answer(response: httpx.Response) -> dict[str, Any]:
 def test_duplicate_keys_over_streamable_http_are_refused_too(world: World, http_server: str) -> None:
     saga = world.submit()
     headers = {
-        "Authorization": f"Bearer {ALICE_TOKEN}",
+        "Authorization": f"Bearer {world.tokens['alice']}",
         "Accept": "application/json, text/event-stream",
         "Content-Type": "application/json",
     }
