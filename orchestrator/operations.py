@@ -8,7 +8,7 @@ passed in (`now`) where a test needs to move it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -28,9 +28,11 @@ from orchestrator.store.tables import SagaRow
 from orchestrator.store.work import abandon_open_work
 from sagas import records
 from sagas.machine import SagaEvent, SagaState
+from sagas.reducer import PRUNED, snapshot_detail, stored_view
 from telemetry import names
 
 SWEEPER = "sweeper"
+RETENTION = "retention"
 PRUNE_EVERY = 3600.0  # seconds between the relay's scheduled prunes
 
 
@@ -56,6 +58,7 @@ def prune(
         reconcile_window=timedelta(seconds=app.settings.reconcile_window),
         now=now or datetime.now(UTC),
         dry_run=dry_run,
+        snapshot=write_prune_snapshots,
     )
     return {**report.as_dict(), "older_than": older_than, "actor": who.display}
 
@@ -69,8 +72,26 @@ def scheduled_prune(app: App, schedule: retention.RetentionSchedule) -> int:
         older_than=timedelta(seconds=app.settings.retention),
         reconcile_window=timedelta(seconds=app.settings.reconcile_window),
         now=datetime.now(UTC),
+        snapshot=write_prune_snapshots,
     )
     return sum(report.rows.values())
+
+
+def write_prune_snapshots(session: Session, saga_ids: Sequence[str]) -> None:
+    """One `saga pruned` event per saga whose history retention removed: what that history
+    gave (`sagas.reducer.snapshot_detail`), so the log still explains the stored state."""
+    for saga_id in saga_ids:
+        saga = records.load_saga(session, saga_id)
+        steps = {st.uri: (st.state, st.idempotency_key) for st in records.steps(session, saga_id)}
+        view = stored_view(saga.state, saga.head_version, steps)
+        add_event(
+            session,
+            saga_id=saga_id,
+            actor=RETENTION,
+            kind="saga",
+            status=PRUNED,
+            detail=snapshot_detail(view),
+        )
 
 
 def list_dead_letters(app: App, actor: Principal | str = "operator") -> dict[str, Any]:

@@ -7,7 +7,10 @@ Pure: no database, broker or clock. The events a saga's state depends on:
   event's own `from`/`to` must agree with what the machine says;
 * `version` / `created` — a new head version, numbered one past the last;
 * `step` — a publishing step moved to `status` (`detail.destination`,
-  `detail.key`).
+  `detail.key`);
+* `saga` / `pruned` — retention removed the events before it (`pressroom
+  prune`); its detail is what they gave (state, head version, steps), and
+  the log goes on from there.
 
 Every other kind (tool calls, intents, messages, reconcile notes) is history
 and leaves the state alone. An event the machine would refuse, or one out of
@@ -25,6 +28,8 @@ from pydantic import BaseModel, ConfigDict
 from orchestrator.errors import IllegalTransition, Refused
 from sagas.machine import SagaEvent, SagaState, apply
 from sagas.step_states import StepState
+
+PRUNED = "pruned"  # the status of a prune snapshot event (kind `saga`)
 
 
 class EventLogMismatch(Refused):
@@ -69,6 +74,12 @@ def reduce(events: Iterable[LoggedEvent]) -> SagaView:
     head = 0
     steps: dict[str, StepView] = {}
     for event in events:
+        if event.kind == "saga" and event.status == PRUNED:
+            # Retention removed the history before this event; it states what that history gave.
+            if state is not None:
+                raise _fail(event, "a prune snapshot must open the log")
+            state, head, steps = _snapshot(event)
+            continue
         if event.kind == "saga" and event.status == "submitted":
             if state is not None:
                 raise _fail(event, "the saga was already submitted")
@@ -94,6 +105,29 @@ def reduce(events: Iterable[LoggedEvent]) -> SagaView:
     if state is None:
         raise EventLogMismatch("no submitted event: the saga has no history", seq=None)
     return SagaView(state=state, head_version=head, steps=steps)
+
+
+def _snapshot(event: LoggedEvent) -> tuple[SagaState, int, dict[str, StepView]]:
+    """The saga as a prune snapshot (`snapshot_detail`) records it."""
+    try:
+        state = SagaState(str(event.detail.get("state")))
+        head = int(event.detail.get("head_version", 0))
+        steps = {
+            str(uri): StepView(state=StepState(view["state"]), key=view.get("key"))
+            for uri, view in dict(event.detail.get("steps", {})).items()
+        }
+    except (TypeError, ValueError, KeyError):
+        raise _fail(event, "the prune snapshot does not name a state, a head version and steps") from None
+    return state, head, steps
+
+
+def snapshot_detail(view: SagaView) -> dict[str, Any]:
+    """The detail of a prune snapshot event for a saga whose history is removed."""
+    return {
+        "state": view.state.value,
+        "head_version": view.head_version,
+        "steps": {uri: {"state": step.state.value, "key": step.key} for uri, step in view.steps.items()},
+    }
 
 
 def _transition(event: LoggedEvent, state: SagaState) -> SagaState:
@@ -143,4 +177,14 @@ def stored_view(state: str, head_version: int, steps: Mapping[str, tuple[str, st
     )
 
 
-__all__ = ["EventLogMismatch", "LoggedEvent", "SagaView", "StepView", "differences", "reduce", "stored_view"]
+__all__ = [
+    "PRUNED",
+    "EventLogMismatch",
+    "LoggedEvent",
+    "SagaView",
+    "StepView",
+    "differences",
+    "reduce",
+    "snapshot_detail",
+    "stored_view",
+]

@@ -14,7 +14,11 @@ than `now - older_than`, and removes, per saga:
 | `work`        | the saga's finished work rows                                     |
 
 The saga row, its versions, artifacts, approvals and steps stay: `status`,
-`show` and receipts keep working. A saga that is not final is never touched,
+`show` and receipts keep working. A saga whose events went gets one event
+back, written by the caller's `snapshot` in the same transaction: a prune
+snapshot stating what the removed events gave (state, head version, steps),
+so `pressroom audit verify` still checks the saga against its log. A
+snapshot is not removed again unless newer events are. A saga that is not final is never touched,
 and neither is a ledger row younger than the reconcile window
 (`PRESSROOM_RECONCILE_WINDOW`, default 7 days): the time within which a
 replayed call or a person reconciling may still need the recorded receipt.
@@ -36,6 +40,7 @@ from typing import Any
 from sqlalchemy import Table, delete, func, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.sql import ColumnElement
+from sqlmodel import Session
 
 from orchestrator.store.db import unit_of_work
 from orchestrator.store.tables import CheckpointRow, EventRow, LedgerRow, SagaRow, WorkRow
@@ -80,13 +85,19 @@ class PruneReport:
         }
 
 
+_SNAPSHOT = (_EVENTS.c.kind == "saga") & (_EVENTS.c.status == "pruned")
+
+Snapshot = Callable[[Session, Sequence[str]], None]
+"""Writes a prune snapshot event for each saga id, in the prune's transaction."""
+
+
 def _targets(ids: Sequence[str], ledger_cutoff: datetime) -> list[tuple[str, Table, ColumnElement[bool]]]:
     sent = select(_OUTBOX.c.id).where(_OUTBOX.c.saga_id.in_(ids), _OUTBOX.c.sent_at.is_not(None))
     return [
         # The inbox goes before the outbox rows it is matched through.
         ("inbox", _INBOX, _INBOX.c.message_id.in_(sent)),
         ("outbox", _OUTBOX, _OUTBOX.c.saga_id.in_(ids) & _OUTBOX.c.sent_at.is_not(None)),
-        ("events", _EVENTS, _EVENTS.c.saga_id.in_(ids)),
+        ("events", _EVENTS, _EVENTS.c.saga_id.in_(ids) & ~_SNAPSHOT),
         ("checkpoints", _CHECKPOINTS, _CHECKPOINTS.c.saga_id.in_(ids)),
         ("ledger", _LEDGER, _LEDGER.c.saga_id.in_(ids) & (_LEDGER.c.updated_at < ledger_cutoff)),
         ("work", _WORK, _WORK.c.saga_id.in_(ids) & _WORK.c.done_at.is_not(None)),
@@ -101,6 +112,7 @@ def prune(
     now: datetime,
     dry_run: bool = False,
     batch: int = 500,
+    snapshot: Snapshot | None = None,
 ) -> PruneReport:
     report = PruneReport(
         cutoff=now - older_than,
@@ -127,12 +139,22 @@ def prune(
                 break
             last = ids[-1]
             report.sagas += len(ids)
+            with_history = [
+                row[0]
+                for row in conn.execute(
+                    select(_EVENTS.c.saga_id).where(_EVENTS.c.saga_id.in_(ids), ~_SNAPSHOT).distinct()
+                )
+            ]
             for name, table, where in _targets(ids, report.ledger_cutoff):
                 if dry_run:
                     count = conn.execute(select(func.count()).select_from(table).where(where)).scalar_one()
                 else:
                     count = conn.execute(delete(table).where(where)).rowcount
                 report.rows[name] += int(count or 0)
+            if with_history and not dry_run and snapshot is not None:
+                # The old snapshot goes with the events after it; the new one states them all.
+                conn.execute(delete(_EVENTS).where(_EVENTS.c.saga_id.in_(with_history), _SNAPSHOT))
+                snapshot(uow.session, with_history)
     report.seconds = time.perf_counter() - started
     report.finished_at = datetime.now(UTC)
     if not dry_run:

@@ -69,7 +69,10 @@ def test_prune_counts_and_keeps_what_it_must(db_url: str, tmp_path: Path, corpus
     pruned = cli.json("prune", "--older-than", "1d")
     assert pruned["rows"] == expected and pruned["total"] == sum(expected.values())
     after = counts(db_url, done)
-    assert after == {**dict.fromkeys(TABLES, 0), "ledger": before_done["ledger"]}
+    # One event stays: the prune snapshot, so the log still explains the saga's state.
+    assert after == {**dict.fromkeys(TABLES, 0), "events": 1, "ledger": before_done["ledger"]}
+    audit = cli.json("audit", "verify", done)
+    assert audit["ok"] is True and audit["events"] == {"count": 1, "ok": True}, audit
     assert counts(db_url, waiting) == before_waiting, "a saga that is not finished keeps every row"
     # The saga itself, its version and its receipts stay readable.
     status = cli.json("status", done)
@@ -80,9 +83,10 @@ def test_prune_counts_and_keeps_what_it_must(db_url: str, tmp_path: Path, corpus
     short = Cli({**cli.env, "PRESSROOM_RECONCILE_WINDOW": "2d"}, tmp_path)
     again = short.json("prune", "--older-than", "1d")
     assert again["rows"]["ledger"] == before_done["ledger"] and again["total"] == before_done["ledger"]
-    assert counts(db_url, done) == dict.fromkeys(TABLES, 0)
+    assert counts(db_url, done) == {**dict.fromkeys(TABLES, 0), "events": 1}  # the snapshot is not pruned
     assert counts(db_url, waiting) == before_waiting
     assert short.json("prune", "--older-than", "1d")["total"] == 0
+    assert cli.json("audit", "verify", done)["ok"] is True
 
     bad = cli.run("prune", "--older-than", "soon")
     assert bad.returncode == 2 and "not a duration" in bad.stderr and "Traceback" not in bad.stderr

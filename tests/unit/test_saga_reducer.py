@@ -9,7 +9,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sagas.machine import SagaEvent, SagaState, allowed, apply
-from sagas.reducer import EventLogMismatch, LoggedEvent, SagaView, StepView, differences, reduce, stored_view
+from sagas.reducer import (
+    PRUNED,
+    EventLogMismatch,
+    LoggedEvent,
+    SagaView,
+    StepView,
+    differences,
+    reduce,
+    snapshot_detail,
+    stored_view,
+)
 from sagas.step_states import StepState
 
 URIS = ["site:/srv/a", "git:/srv/b", "webhook:http://127.0.0.1:9/x"]
@@ -167,3 +177,20 @@ def test_an_illegal_event_anywhere_is_caught(
     forged = LoggedEvent(seq=999, kind="transition", status="x", detail={"from": before.value, "to": "x", "event": event.value})
     with pytest.raises(EventLogMismatch, match="event 999"):
         reduce([*log[:at], forged, *log[at:]])
+
+
+def test_a_prune_snapshot_opens_the_log_and_states_what_was_removed() -> None:
+    stored = stored_view("succeeded", 2, {URIS[0]: ("done", "k1")})
+    snap = LoggedEvent(seq=40, kind="saga", status=PRUNED, detail=snapshot_detail(stored))
+    assert reduce([snap]) == stored
+    # A later change goes on from the snapshot (a person reconciling a pruned saga, say).
+    later = reduce([snap, step(URIS[0], StepState.UNCERTAIN, key="k1", seq=41)])
+    assert later.steps[URIS[0]].state is StepState.UNCERTAIN and later.state is SagaState.SUCCEEDED
+
+
+def test_a_prune_snapshot_anywhere_but_first_or_without_a_state_is_a_mismatch() -> None:
+    snap = LoggedEvent(seq=9, kind="saga", status=PRUNED, detail=snapshot_detail(stored_view("failed", 1, {})))
+    with pytest.raises(EventLogMismatch, match=r"event 9 .*must open the log"):
+        reduce([submitted(), snap])
+    with pytest.raises(EventLogMismatch, match="does not name a state"):
+        reduce([LoggedEvent(seq=3, kind="saga", status=PRUNED, detail={"state": "gone"})])
