@@ -25,6 +25,7 @@ from orchestrator.store.work import sweep_expired
 from outbox.broker import Broker, CeleryBroker, InlineBroker, NullBroker
 from outbox.relay import Relay
 from outbox.writer import Outbox
+from roles.index import CorpusIndexes
 from sagas import records
 from sagas.destinations.base import Destination
 from sagas.destinations.registry import open_destination as open_real_destination
@@ -70,6 +71,7 @@ def build_app(
     broker: Broker | None = None,
     open_destination: Callable[[str], Destination] | None = None,
     extra_tools: list[ToolSpec] | None = None,
+    indexes: CorpusIndexes | None = None,
 ) -> App:
     from roles.handlers import draft_handler, research_handler, review_handler
     from roles.tools import role_tools
@@ -81,9 +83,10 @@ def build_app(
     opener = open_destination or (
         lambda uri: open_real_destination(uri, timeout=settings.destination_timeout)
     )
+    indexes = indexes or CorpusIndexes(settings.index_folder())
     registry = Registry()
     for spec in [
-        *role_tools(engine),
+        *role_tools(engine, indexes),
         *PublishingTools(engine, opener).specs(),
         *saga_tools(lambda: app),
         *denied_specs(),
@@ -100,6 +103,7 @@ def build_app(
         broker=broker,
         outbox=Outbox(engine, broker),
         signing_key=key,
+        indexes=indexes,
         handlers={
             RESEARCH: research_handler,
             DRAFT: draft_handler,

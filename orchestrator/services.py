@@ -81,6 +81,8 @@ def submit(app: App, *, brief: str, corpus: str, destinations: list[str], actor:
     if len(set(destinations)) != len(destinations):
         raise InvalidInput("a destination is named twice")
     actor = _name(actor)
+    submitted = utcnow()
+    indexed = refresh_index(app, root)  # research then reads nothing this walk saw unchanged
     with unit_of_work(app.engine) as uow:
         saga = SagaRow(
             brief=brief,
@@ -88,6 +90,7 @@ def submit(app: App, *, brief: str, corpus: str, destinations: list[str], actor:
             destinations=list(destinations),
             state=SagaState.PREPARING.value,
             created_by=actor,
+            created_at=submitted,
         )
         with saga_span("submit", saga):
             # The saga's trace starts here; every later message and command joins it.
@@ -100,7 +103,7 @@ def submit(app: App, *, brief: str, corpus: str, destinations: list[str], actor:
                 actor=actor,
                 kind="saga",
                 status="submitted",
-                detail={"destinations": destinations, "corpus": saga.corpus},
+                detail={"destinations": destinations, "corpus": saga.corpus, "index": indexed},
             )
             app.dispatch(
                 uow,
@@ -111,6 +114,30 @@ def submit(app: App, *, brief: str, corpus: str, destinations: list[str], actor:
         saga_id = saga.id
     app.drain()
     return status(app, saga_id)
+
+
+def refresh_index(app: App, root: Path) -> dict[str, int]:
+    """Bring the corpus index of `root` up to date; counts of files added, changed, removed, unchanged."""
+    if app.indexes is None:
+        return {}
+    done = app.indexes.for_corpus(root).refresh()
+    return {
+        "added": len(done.added),
+        "changed": len(done.changed),
+        "removed": len(done.removed),
+        "unchanged": done.unchanged,
+    }
+
+
+def index_corpus(app: App, corpus: str) -> dict[str, Any]:
+    """`pressroom index`: build or refresh the index of one corpus folder."""
+    root = Path(corpus).expanduser()
+    if not root.is_dir():
+        raise InvalidInput(f"corpus folder not found: {corpus}")
+    _within(app.settings.roots(), root, "corpus folder")
+    if app.indexes is None:
+        raise InvalidInput("this app has no corpus index")
+    return app.indexes.for_corpus(root).refresh().summary()
 
 
 def status(app: App, saga_id: str | None = None) -> dict[str, Any]:

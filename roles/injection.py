@@ -15,6 +15,7 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -112,6 +113,10 @@ _URL = re.compile(
     r"""(?:\b(?:webhook|git|site):\S+|\b(?:https?|ftp)://\S+|\bwww\.[a-z0-9-]+\.[a-z]{2,}\S*)""",
     re.IGNORECASE,
 )
+# Changes whenever a rule or the URL pattern changes: an index built with other rules is rebuilt.
+RULES_VERSION: Final = hashlib.sha256(
+    "\n".join([*(f"{r.name}={r.pattern.pattern}={r.taints_source}" for r in RULES), _URL.pattern]).encode()
+).hexdigest()[:16]
 _URL_TAIL = ".,;:!?)]}>\"'\u201d\u2019*_`"
 _ZERO_WIDTH = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff"))
 _SNIPPET = 80
@@ -122,6 +127,16 @@ def assess(text: str, brief: str = "") -> list[str]:
 
     URLs and destination URIs are reasons unless they also occur in `brief`.
     """
+    reasons, urls = assess_parts(text)
+    return reasons + url_reasons(urls, brief)
+
+
+def assess_parts(text: str) -> tuple[list[str], list[str]]:
+    """The brief-independent half of `assess()`: rule reasons, and every URL in `text`.
+
+    ``assess(t, b) == reasons + url_reasons(urls, b)``, so an index can store
+    these once per passage and finish the assessment for each brief.
+    """
     reasons: list[str] = []
     plain = _plain(text)
     for rule in RULES:
@@ -129,8 +144,13 @@ def assess(text: str, brief: str = "") -> list[str]:
         found = rule.pattern.search(haystack)
         if found:
             reasons.append(f"{rule.name}: {_snippet(found.group())}")
-    reasons.extend(f"{FOREIGN_URL}: {_snippet(url)}" for url in foreign_urls(text, brief))
-    return reasons
+    return reasons, foreign_urls(text)
+
+
+def url_reasons(urls: list[str] | tuple[str, ...], brief: str = "") -> list[str]:
+    """`foreign-url` reasons for the URLs (from `assess_parts`) that `brief` does not mention."""
+    allowed = _plain(brief)
+    return [f"{FOREIGN_URL}: {_snippet(url)}" for url in urls if url not in allowed]
 
 
 def foreign_urls(text: str, brief: str = "") -> list[str]:

@@ -21,7 +21,7 @@ Reads files (through `roles.corpus`); writes nothing.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
@@ -107,14 +107,22 @@ def review(
     brief: str,
     version_digest: str,
     suspicious_texts: Iterable[str] = (),
+    read: Callable[[str], SourceFile] | None = None,
 ) -> ReviewReport:
-    """Check one version; see the module docstring for the rules."""
+    """Check one version; see the module docstring for the rules.
+
+    `read` reads a cited source by its corpus path (default: `corpus.read_source`
+    on `corpus_root`; the role tools pass the corpus index's reader, which
+    answers from the index while the file is unchanged).
+    """
+    root = Path(corpus_root)
+    reader = read or (lambda source: read_source(root, source))
     blocks = parse_blocks(draft_markdown)
     flagged = [normalize(t) for t in suspicious_texts if t.strip()]
     findings: list[Finding] = []
     if not citations:
         findings.append(_error("no-citations", "draft", "the draft has no citations"))
-    findings += _check_citations(citations, blocks, Path(corpus_root), brief, flagged)
+    findings += _check_citations(citations, blocks, reader, brief, flagged)
     findings += _check_blocks(blocks, citations, brief, flagged)
     has_error = any(f.severity == "error" for f in findings)
     return ReviewReport(
@@ -126,7 +134,11 @@ def review(
 
 
 def _check_citations(
-    citations: Sequence[Citation], blocks: list[Block], root: Path, brief: str, flagged: list[str]
+    citations: Sequence[Citation],
+    blocks: list[Block],
+    read: Callable[[str], SourceFile],
+    brief: str,
+    flagged: list[str],
 ) -> list[Finding]:
     findings: list[Finding] = []
     cache: dict[str, SourceFile | Finding] = {}
@@ -138,7 +150,7 @@ def _check_citations(
             findings.append(_error("duplicate-citation", where, f"marker {citation.marker} is cited twice"))
         seen.add(citation.marker)
         if citation.source not in cache:
-            cache[citation.source] = _load(root, citation.source)
+            cache[citation.source] = _load(read, citation.source)
         loaded = cache[citation.source]
         if isinstance(loaded, Finding):
             findings.append(loaded.model_copy(update={"location": where}))
@@ -240,9 +252,9 @@ def _text_findings(text: str, brief: str, location: str) -> list[Finding]:
     return findings
 
 
-def _load(root: Path, source: str) -> SourceFile | Finding:
+def _load(read: Callable[[str], SourceFile], source: str) -> SourceFile | Finding:
     try:
-        return read_source(root, source)
+        return read(source)
     except SourceOutsideCorpus:
         return _error("source-outside-corpus", "", f"{source!r} is not a path inside the corpus")
     except NotFound:

@@ -184,6 +184,10 @@ from orchestrator.entrypoints import processes  # noqa: E402  (registers worker,
 
 processes.register(cli, pass_ctx)
 
+from orchestrator.entrypoints import indexing  # noqa: E402  (registers index)
+
+indexing.register(cli, pass_ctx, emit)
+
 
 def _error(message: str) -> None:
     """One line on stderr, never wrapped: scripts grep it."""
