@@ -81,13 +81,15 @@ def build_app(
     store = SqlHarnessStore(engine)
     key = settings.signing_key()
     opener = open_destination or (
-        lambda uri: open_real_destination(uri, timeout=settings.destination_timeout)
+        lambda uri: open_real_destination(
+            uri, timeout=settings.destination_timeout, link_hosts=settings.allowed_link_hosts()
+        )
     )
     indexes = indexes or CorpusIndexes(settings.index_folder())
     registry = Registry()
     for spec in [
         *role_tools(engine, indexes),
-        *PublishingTools(engine, opener).specs(),
+        *PublishingTools(engine, opener, link_hosts=settings.allowed_link_hosts()).specs(),
         *saga_tools(lambda: app),
         *denied_specs(),
         *(extra_tools or []),

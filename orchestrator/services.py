@@ -17,9 +17,10 @@ from sqlmodel import Session, col, select
 
 from orchestrator import views
 from orchestrator.app import App, saga_span
-from orchestrator.errors import ApprovalRefused, InvalidInput, NotFound, Refused, StaleVersion
+from orchestrator.errors import ApprovalRefused, InvalidInput, NotFound, PolicyRefused, Refused, StaleVersion
 from orchestrator.harness.approvals import ApprovalBinding, mint, session_for
 from orchestrator.harness.capabilities import ROLE_CAPABILITIES
+from orchestrator.harness.links import LinkPolicy, describe, foreign_links
 from orchestrator.routing import DRAFT, PUBLISH, RESEARCH, REVIEW
 from orchestrator.store.db import unit_of_work
 from orchestrator.store.harness_store import add_event, approval_row
@@ -275,6 +276,8 @@ def edit(app: App, saga_id: str, *, path: str, actor: str) -> dict[str, Any]:
         raise InvalidInput(f"{path} is not UTF-8 text") from None
     if not markdown.strip():
         raise InvalidInput(f"{path} is empty")
+    if foreign := foreign_links(markdown, LinkPolicy(app.settings.allowed_link_hosts())):
+        raise PolicyRefused(f"{path} links outside PRESSROOM_LINK_HOSTS: {describe(foreign)}")
     with unit_of_work(app.engine) as uow:
         s = uow.session
         saga = records.load_saga(s, records.find_saga(s, saga_id).id, lock=True)

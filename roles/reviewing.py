@@ -11,7 +11,8 @@ lines of a final ``## Sources`` list. Locations read ``paragraph N``,
 Rules (all errors unless noted): ``quote-not-verbatim``, ``source-changed``,
 ``source-missing``, ``source-outside-corpus``, ``duplicate-citation``,
 ``dangling-marker``, ``unused-citation``, ``uncited-paragraph``,
-``instruction-leak``, ``foreign-url``, ``reference-mismatch``,
+``instruction-leak``, ``foreign-url`` (a URL the brief does not name, or
+one that no cited source contains), ``reference-mismatch``,
 ``no-citations``, ``hidden-characters`` (warning), ``quote-not-in-text``
 (warning: the paragraph that carries a marker does not contain its quote).
 
@@ -29,7 +30,7 @@ from typing import Final, Literal
 from orchestrator.errors import InvalidInput, NotFound
 from roles.artifacts import Citation, Finding, ReviewReport, SourceFile
 from roles.corpus import SourceOutsideCorpus, read_source, sentence_spans
-from roles.injection import FOREIGN_URL, HIDDEN_CHARACTERS, assess, rule_of
+from roles.injection import FOREIGN_URL, HIDDEN_CHARACTERS, assess, foreign_urls, rule_of
 
 SOURCES_HEADING: Final = "Sources"
 MARKER_IN_TEXT: Final = re.compile(r"\[([1-9][0-9]*)\](?![(:\[])")
@@ -122,8 +123,14 @@ def review(
     findings: list[Finding] = []
     if not citations:
         findings.append(_error("no-citations", "draft", "the draft has no citations"))
-    findings += _check_citations(citations, blocks, reader, brief, flagged)
+    loaded: dict[str, SourceFile | Finding] = {}
+    for citation in citations:
+        if citation.source not in loaded:
+            loaded[citation.source] = _load(reader, citation.source)
+    findings += _check_citations(citations, blocks, loaded, brief, flagged)
     findings += _check_blocks(blocks, citations, brief, flagged)
+    cited = [f.text for f in loaded.values() if isinstance(f, SourceFile)]
+    findings += [f for b in blocks for f in _uncited_urls(b, brief, cited)]
     has_error = any(f.severity == "error" for f in findings)
     return ReviewReport(
         verdict="changes_requested" if has_error else "pass",
@@ -136,12 +143,11 @@ def review(
 def _check_citations(
     citations: Sequence[Citation],
     blocks: list[Block],
-    read: Callable[[str], SourceFile],
+    cache: dict[str, SourceFile | Finding],
     brief: str,
     flagged: list[str],
 ) -> list[Finding]:
     findings: list[Finding] = []
-    cache: dict[str, SourceFile | Finding] = {}
     paragraphs = [b for b in blocks if b.kind == "paragraph"]
     seen: set[str] = set()
     for citation in citations:
@@ -149,8 +155,6 @@ def _check_citations(
         if citation.marker in seen:
             findings.append(_error("duplicate-citation", where, f"marker {citation.marker} is cited twice"))
         seen.add(citation.marker)
-        if citation.source not in cache:
-            cache[citation.source] = _load(read, citation.source)
         loaded = cache[citation.source]
         if isinstance(loaded, Finding):
             findings.append(loaded.model_copy(update={"location": where}))
@@ -250,6 +254,17 @@ def _text_findings(text: str, brief: str, location: str) -> list[Finding]:
         else:
             findings.append(_error("instruction-leak", location, f"reads as an instruction ({reason})"))
     return findings
+
+
+def _uncited_urls(block: Block, brief: str, cited_texts: list[str]) -> list[Finding]:
+    """URLs the brief allows but no cited source contains (those the brief does not
+    allow are already `foreign-url` findings of `_text_findings`)."""
+    not_in_brief = set(foreign_urls(block.text, brief))
+    return [
+        _error(FOREIGN_URL, block.location, f"the URL {url[:80]} is not from a cited source")
+        for url in foreign_urls(block.text)
+        if url not in not_in_brief and not any(url in text for text in cited_texts)
+    ]
 
 
 def _load(read: Callable[[str], SourceFile], source: str) -> SourceFile | Finding:

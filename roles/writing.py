@@ -56,7 +56,8 @@ FALLBACK_TITLE: Final = "Research Notes"
 _LIST_PREFIX = re.compile(r"(?:[-*+]\s+|\d{1,3}[.)]\s+|>\s*)+")
 _ENDS_SENTENCE = re.compile(r"[.!?][\"'\u201d\u2019)\]]*$")
 _ITEM_START = re.compile(r"\n(?=[ \t]*(?:[-*+]\s|\d{1,3}[.)]\s|>))")
-_UNSAFE = re.compile(r"\[\d+\]|`|\||\n\s*(?:[-*+>#|]\s|\d{1,3}[.)]\s)|^#")
+# Markers, code, tables, list or heading starts, and any markdown link, image or reference definition.
+_UNSAFE = re.compile(r"\[\d+\]|`|\||\n\s*(?:[-*+>#|]\s|\d{1,3}[.)]\s)|^#|!\[|\]\(|\]:|<[a-z/!]")
 _TITLE_WORD = re.compile(r"[^\W_][\w'\u2019-]*")
 _CITED_LOCATION = re.compile(r"citation (\[[1-9][0-9]*\])")
 _LEADING_WORDS = frozenset(

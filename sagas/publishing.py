@@ -18,6 +18,7 @@ from sqlmodel import Session, select
 
 from orchestrator.errors import InvalidInput, Refused
 from orchestrator.harness.digests import business_key
+from orchestrator.harness.links import LinkPolicy, describe, foreign_links
 from orchestrator.harness.spec import ProbeAnswer, Risk, ToolContext, ToolResult, ToolSpec, ToolStatus
 from orchestrator.store.db import UnitOfWork
 from orchestrator.store.tables import SagaRow, StepRow, VersionRow, utcnow
@@ -63,9 +64,10 @@ def publish_key(args: PublishArgs | CompensateArgs) -> str:
 class PublishingTools:
     """Builds the specs; holds how to open a destination and reach the database."""
 
-    def __init__(self, engine: Any, open_destination: Any) -> None:
+    def __init__(self, engine: Any, open_destination: Any, link_hosts: frozenset[str] = frozenset()) -> None:
         self.engine = engine
         self.open_destination = open_destination
+        self.links = LinkPolicy(link_hosts)
 
     def specs(self) -> list[ToolSpec]:
         return [
@@ -107,6 +109,11 @@ class PublishingTools:
             saga, version = _saga_and_version(s, args)
             if saga.state not in (SagaState.APPROVED, SagaState.EXECUTING):
                 raise Refused(f"saga {saga.id} is {saga.state}; publishing needs approved or executing")
+            if foreign := foreign_links(version.markdown, self.links):
+                # Nothing leaves for any destination: not a link or image outside PRESSROOM_LINK_HOSTS.
+                raise Refused(
+                    f"version {version.number} links outside PRESSROOM_LINK_HOSTS: {describe(foreign)}"
+                )
             published = PublishedVersion(
                 saga_id=saga.id,
                 version=version.number,

@@ -62,11 +62,14 @@ def parse_destination(uri: str) -> tuple[str, str]:
     return scheme, target
 
 
-def open_destination(uri: str, *, timeout: float) -> Destination:
-    """The adapter for `uri`; `timeout` bounds each call that can hang (seconds)."""
+def open_destination(uri: str, *, timeout: float, link_hosts: frozenset[str] = frozenset()) -> Destination:
+    """The adapter for `uri`; `timeout` bounds each call that can hang (seconds);
+    `link_hosts` are the hosts a rendered `site:` page may link to."""
     if timeout <= 0:
         raise InvalidInput(f"destination timeout must be positive, got {timeout}", uri=uri)
     scheme, target = parse_destination(uri)
+    if scheme == "site":
+        return SiteDestination.open(target, uri=uri, timeout=timeout, link_hosts=link_hosts)
     return _KINDS[scheme].open(target, uri=uri, timeout=timeout)
 
 

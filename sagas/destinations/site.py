@@ -2,7 +2,8 @@
 
 - URI: `site:PATH`; the folder is created if missing. Publishing writes
   `<slug>.md` (bytes identical to the version's markdown, so its sha256 is
-  the version digest), `<slug>.html` (rendered, raw HTML escaped) and
+  the version digest), `<slug>.html` (rendered, raw HTML escaped, then
+  sanitised by `sanitise.sanitise_html`) and
   `index.html` (every page this destination lists). Each write goes to a temp
   file in the same folder, is fsynced, then `os.replace`d.
 - Idempotency: a receipt per key, `PATH/.pressroom/receipts/<key>.json`,
@@ -31,6 +32,7 @@ from typing import Any, ClassVar
 from markdown_it import MarkdownIt
 
 from orchestrator.errors import InvalidInput, MaybeApplied, NotApplied
+from orchestrator.harness.links import LinkPolicy
 from sagas.destinations.base import PublishedVersion, StatusAnswer
 from sagas.destinations.files import (
     atomic_write,
@@ -39,6 +41,7 @@ from sagas.destinations.files import (
     exclusive_lock,
     read_json,
 )
+from sagas.destinations.sanitise import sanitise_html
 from sagas.destinations.slugs import check_key, contained_path, slugify
 
 _PAGE = """<!doctype html>
@@ -70,9 +73,10 @@ _INDEX = """<!doctype html>
 """
 
 
-def render_page(title: str, markdown: str) -> str:
-    """The HTML page for one version; markdown's raw HTML is escaped, not passed through."""
-    body = MarkdownIt("commonmark", {"html": False}).render(markdown)
+def render_page(title: str, markdown: str, link_hosts: frozenset[str] = frozenset()) -> str:
+    """The HTML page for one version; markdown's raw HTML is escaped, not passed through,
+    and the result is sanitised (no link or image outside `link_hosts`)."""
+    body = sanitise_html(MarkdownIt("commonmark", {"html": False}).render(markdown), LinkPolicy(link_hosts))
     return _PAGE.format(title=html.escape(title), body=body)
 
 
@@ -90,9 +94,12 @@ class SiteDestination:
 
     form: ClassVar[str] = "site:PATH"
 
-    def __init__(self, folder: Path | str, *, uri: str | None = None) -> None:
+    def __init__(
+        self, folder: Path | str, *, uri: str | None = None, link_hosts: frozenset[str] = frozenset()
+    ) -> None:
         self.folder = Path(folder).expanduser()
         self.uri = uri or f"site:{folder}"
+        self.link_hosts = link_hosts
         self._meta = self.folder / ".pressroom"
 
     @classmethod
@@ -101,9 +108,11 @@ class SiteDestination:
             raise InvalidInput("site: needs a folder path, as in site:PATH", target=target)
 
     @classmethod
-    def open(cls, target: str, *, uri: str, timeout: float) -> SiteDestination:
+    def open(
+        cls, target: str, *, uri: str, timeout: float, link_hosts: frozenset[str] = frozenset()
+    ) -> SiteDestination:
         cls.check_target(target)
-        return cls(target, uri=uri)
+        return cls(target, uri=uri, link_hosts=link_hosts)
 
     # -- the port -----------------------------------------------------------
 
@@ -209,7 +218,8 @@ class SiteDestination:
     def _apply(self, key: str, slug: str, sha: str, data: bytes, title: str) -> dict[str, Any]:
         md_path, html_path = self._page_paths(slug)
         atomic_write(md_path, data)
-        atomic_write(html_path, render_page(title, data.decode("utf-8")).encode("utf-8"))
+        page = render_page(title, data.decode("utf-8"), self.link_hosts)
+        atomic_write(html_path, page.encode("utf-8"))
         pages = self._pages()
         pages[slug] = title
         self._write_pages(pages)
