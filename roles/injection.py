@@ -30,8 +30,15 @@ from typing import Final
 
 from orchestrator.harness.textfold import fold, skeleton
 from roles.injection_rules import HIDDEN_CHARACTERS, RULES, Rule
+from roles.regex_gate import required_all
 
 FOREIGN_URL: Final = "foreign-url"
+# Per rule, its parts, each with the sets of words it needs (one of each set; see
+# `roles.regex_gate`); a part runs only when every set has a member in the text.
+_PARTS: Final = tuple(tuple((part, required_all(part)) for part in rule.alternatives) for rule in RULES)
+_LITERALS: Final = tuple(
+    sorted({word for parts in _PARTS for _, sets in parts for found in sets for word in found})
+)
 _SNIPPET = 80
 _SMALL_CACHE = 4096
 
@@ -102,6 +109,7 @@ RULES_VERSION: Final = hashlib.sha256(
         [*(f"{r.name}={r.pattern.pattern}={r.taints_source}" for r in RULES), _URL.pattern, "fold-1"]
     ).encode()
 ).hexdigest()[:16]
+_URL_MARKS: Final = (":", "/", "www.", "=", "](")
 _URL_TAIL = ".,;:!?)]}>\"'\u201d\u2019*_`"
 _ZERO_WIDTH = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
 _DOTS = str.maketrans({"\u3002": ".", "\uff0e": ".", "\uff61": "."})
@@ -124,17 +132,33 @@ def assess_parts(text: str) -> tuple[list[str], list[str]]:
     """
     reasons: list[str] = []
     folded, origin = matchable(text)
-    for rule in RULES:
+    present = {word for word in _LITERALS if word in folded}
+    for rule, parts in zip(RULES, _PARTS, strict=True):
         if rule.name == HIDDEN_CHARACTERS:
             hidden = rule.pattern.search(text)
             if hidden:
                 reasons.append(f"{rule.name}: {_snippet(hidden.group())}")
             continue
-        found = rule.pattern.search(folded)
+        found = _leftmost(folded, parts, present)
         if found:
             written = text[origin[found.start()] : origin[found.end() - 1] + 1] if found.end() else ""
             reasons.append(f"{rule.name}: {_snippet(written)}")
     return reasons, foreign_urls(text)
+
+
+def _leftmost(
+    folded: str, parts: tuple[tuple[re.Pattern[str], list[frozenset[str]]], ...], present: set[str]
+) -> re.Match[str] | None:
+    """The match the whole rule pattern would find (leftmost, then the earliest part),
+    running only the parts whose required words occur in `folded` (`present`)."""
+    best: re.Match[str] | None = None
+    for part, needed in parts:
+        if any(found.isdisjoint(present) for found in needed):
+            continue
+        found = part.search(folded)
+        if found and (best is None or found.start() < best.start()):
+            best = found
+    return best
 
 
 def url_reasons(urls: list[str] | tuple[str, ...], brief: str = "") -> list[str]:
@@ -147,7 +171,10 @@ def foreign_urls(text: str, brief: str = "") -> list[str]:
     """URLs and destination URIs in `text` that do not occur in `brief`, in order, once each."""
     allowed = _plain(brief)
     found: list[str] = []
-    for m in _URL.finditer(_plain(text)):
+    plain = _plain(text)
+    if not any(mark in plain for mark in _URL_MARKS):
+        return found  # every URL form needs one of these
+    for m in _URL.finditer(plain):
         url = m.group().rstrip(_URL_TAIL)
         if url and url not in allowed and url not in found:
             found.append(url)

@@ -25,16 +25,22 @@ HIDDEN_CHARACTERS: Final = "hidden-characters"
 
 @dataclass(frozen=True)
 class Rule:
-    """One named pattern; `taints_source` marks rules that make the whole file untrusted."""
+    """One named pattern; `taints_source` marks rules that make the whole file untrusted.
+
+    `alternatives` are the pattern's parts compiled one by one, so that a part
+    whose required words are absent from a text need not run on it.
+    """
 
     name: str
     pattern: re.Pattern[str]
     taints_source: bool = True
+    alternatives: tuple[re.Pattern[str], ...] = ()
 
 
 def _rule(name: str, *alternatives: str, taints_source: bool = True) -> Rule:
     joined = "|".join(f"(?:{a})" for a in alternatives)
-    return Rule(name, re.compile(joined, re.IGNORECASE | re.VERBOSE), taints_source)
+    parts = tuple(re.compile(a, re.IGNORECASE | re.VERBOSE) for a in alternatives)
+    return Rule(name, re.compile(joined, re.IGNORECASE | re.VERBOSE), taints_source, parts)
 
 
 _AGENT = r"(?:ai|a\.i\.|assistant|llm|chatbot|language\s+model|(?:ai\s+)?agent)s?"
