@@ -88,7 +88,7 @@ def build_app(
     indexes = indexes or CorpusIndexes(settings.index_folder())
     registry = Registry()
     for spec in [
-        *role_tools(engine, indexes),
+        *role_tools(engine, indexes, settings.allowed_link_hosts()),
         *PublishingTools(engine, opener, link_hosts=settings.allowed_link_hosts()).specs(),
         *saga_tools(lambda: app),
         *denied_specs(),

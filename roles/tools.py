@@ -93,9 +93,12 @@ class RoleTools:
     """The tools over one database; with `indexes`, research and review go through the
     shared corpus index, otherwise every call reads the corpus folder afresh."""
 
-    def __init__(self, engine: Engine, indexes: CorpusIndexes | None = None) -> None:
+    def __init__(
+        self, engine: Engine, indexes: CorpusIndexes | None = None, link_hosts: frozenset[str] = frozenset()
+    ) -> None:
         self.engine = engine
         self.indexes = indexes
+        self.link_hosts = link_hosts
 
     def _saga(self, saga_id: str) -> tuple[str, Path, datetime]:
         with Session(self.engine) as s:
@@ -146,7 +149,9 @@ class RoleTools:
             previous = None
             if head is not None and (findings or args.note):
                 previous = Draft(title=head.title, markdown=head.markdown, citations=tuple(head.citations))
-            draft = write_draft(saga.brief, evidence, findings=findings or None, previous=previous)
+            draft = write_draft(
+                saga.brief, evidence, findings=findings or None, previous=previous, link_hosts=self.link_hosts
+            )
             digest = store_artifact(s, saga.id, "draft", draft)
         return {
             "draft_digest": digest,
@@ -237,8 +242,10 @@ def _citation(c: dict[str, Any]) -> Any:
     return Citation.model_validate(c)
 
 
-def role_tools(engine: Engine, indexes: CorpusIndexes | None = None) -> list[ToolSpec]:
-    return RoleTools(engine, indexes).specs()
+def role_tools(
+    engine: Engine, indexes: CorpusIndexes | None = None, link_hosts: frozenset[str] = frozenset()
+) -> list[ToolSpec]:
+    return RoleTools(engine, indexes, link_hosts).specs()
 
 
 __all__ = [

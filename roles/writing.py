@@ -35,6 +35,7 @@ from pathlib import PurePosixPath
 from typing import Final
 
 from orchestrator.errors import InvalidInput
+from orchestrator.harness.links import LinkPolicy, foreign_links
 from roles.artifacts import Citation, Draft, Evidence, Finding, Passage
 from roles.corpus import sentence_spans
 from roles.injection import assess, foreign_urls
@@ -121,13 +122,16 @@ def write_draft(
     *,
     findings: Sequence[Finding] | None = None,
     previous: Draft | None = None,
+    link_hosts: frozenset[str] = frozenset(),
 ) -> Draft:
     """Write (or, with `findings` and `previous`, revise) a draft from the evidence.
 
+    A sentence carrying a link or URL to a host outside `link_hosts`
+    (`PRESSROOM_LINK_HOSTS`) is never quoted, even when the brief names it.
     Raises `NothingToWrite` when no sentence can be cited. Same inputs, same draft.
     """
     exclusions = _exclusions(findings or (), previous)
-    sentences = _candidates(brief, evidence, exclusions)
+    sentences = _candidates(brief, evidence, exclusions, LinkPolicy(link_hosts))
     if not sentences:
         reason = "the review findings excluded every usable sentence" if findings else "no usable evidence"
         raise NothingToWrite(
@@ -198,7 +202,7 @@ def _exclusions(findings: Sequence[Finding], previous: Draft | None) -> _Exclusi
     return excluded
 
 
-def _candidates(brief: str, evidence: Evidence, excluded: _Exclusions) -> list[_Sentence]:
+def _candidates(brief: str, evidence: Evidence, excluded: _Exclusions, links: LinkPolicy) -> list[_Sentence]:
     """Every quotable sentence of the usable passages, scored against the brief."""
     flagged = [normalize(p.text) for p in evidence.suspicious]
     leaks = leak_fragments(flagged)
@@ -210,7 +214,11 @@ def _candidates(brief: str, evidence: Evidence, excluded: _Exclusions) -> list[_
         for start, end in _with_context(passage.text):
             quote = passage.text[start:end]
             plain = normalize(quote)
-            if plain in seen or (passage.source, plain) in excluded.quotes or not _quotable(quote, brief):
+            if (
+                plain in seen
+                or (passage.source, plain) in excluded.quotes
+                or not _quotable(quote, brief, links)
+            ):
                 continue
             if any(plain in text for text in flagged) or any(leak in plain for leak in leaks):
                 continue
@@ -253,13 +261,14 @@ def _item_sentences(text: str) -> list[tuple[int, int]]:
     return [span for a, b in pairwise(cuts) for span in sentence_spans(text, a, b)]
 
 
-def _quotable(quote: str, brief: str) -> bool:
+def _quotable(quote: str, brief: str, links: LinkPolicy) -> bool:
     return (
         len(quote.split()) >= MIN_WORDS
         and len(quote) <= MAX_SENTENCE_CHARS
         and _ENDS_SENTENCE.search(quote) is not None
         and _UNSAFE.search(quote) is None
         and not assess(quote, brief)
+        and not foreign_links(quote, links)
     )
 
 

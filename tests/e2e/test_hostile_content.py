@@ -103,38 +103,68 @@ def test_an_edit_that_links_outside_the_allowed_hosts_is_refused(
     assert cli.json("show", sid)["version"] == before["version"]
 
 
-def test_a_version_with_a_foreign_link_is_never_published(tmp_path: Path, sqlite_url: str) -> None:
-    """The brief names a URL a source contains, so the version quotes it and the review passes;
-    the publisher's PRESSROOM_LINK_HOSTS does not allow that host, so nothing is published."""
+URL = "https://photos.example/lock.jpg"
+PHOTO_BRIEF = f"The Hollin canal lock and its photographs at {URL}"
+
+
+@pytest.fixture
+def photo_corpus(tmp_path: Path) -> Path:
+    """A source that carries a URL the brief names: not foreign, so a writer may quote it."""
     corpus = tmp_path / "photos"
     corpus.mkdir()
-    url = "https://photos.example/lock.jpg"
     (corpus / "lock.md").write_text(
         "The Hollin canal lock was built of local sandstone in 1794.\n\n"
-        f"Photographs of the Hollin canal lock are kept at {url} for visitors.\n\n"
+        f"Photographs of the Hollin canal lock are kept at {URL} for visitors.\n\n"
         "The Hollin canal lock gates were replaced in 1952.\n",
         encoding="utf-8",
     )
+    return corpus
+
+
+def _photo_submit(cli: Cli, corpus: Path, site: Path) -> str:
+    args = [
+        "submit",
+        "--brief",
+        PHOTO_BRIEF,
+        "--corpus",
+        str(corpus),
+        "--dest",
+        f"site:{site}",
+        "--as",
+        "dana",
+    ]
+    return str(cli.json(*args)["saga_id"])
+
+
+def test_a_version_with_a_foreign_link_is_never_published(
+    tmp_path: Path, sqlite_url: str, photo_corpus: Path
+) -> None:
+    """Written while photos.example was allowed, approved when the publisher no longer allows it."""
+    env = base_env(PRESSROOM_DATABASE_URL=sqlite_url, PRESSROOM_BROKER_URL="inline://")
+    lenient = Cli({**env, "PRESSROOM_LINK_HOSTS": "photos.example"}, tmp_path)
+    strict = Cli(env, tmp_path)
+    site = tmp_path / "site"
+
+    sid = _photo_submit(lenient, photo_corpus, site)
+    shown = lenient.json("show", sid)
+    assert URL in shown["markdown"] and shown["review"]["verdict"] == "pass", shown
+    strict.json("approve", sid, "--version", str(shown["version"]), "--as", "erin")
+
+    assert strict.json("status", sid)["state"] == "failed"
+    assert not list(site.glob("*.html")) and not list(site.glob("*.md"))
+    assert "PRESSROOM_LINK_HOSTS" in json.dumps(strict.json("history", sid))
+
+
+def test_a_strict_writer_leaves_the_url_out_and_an_allowed_host_is_published(
+    tmp_path: Path, sqlite_url: str, photo_corpus: Path
+) -> None:
     env = base_env(PRESSROOM_DATABASE_URL=sqlite_url, PRESSROOM_BROKER_URL="inline://")
     site = tmp_path / "site"
-    brief = f"The Hollin canal lock and its photographs at {url}"
-    cli = Cli(env, tmp_path)
-    sid = cli.json(
-        "submit", "--brief", brief, "--corpus", str(corpus), "--dest", f"site:{site}", "--as", "dana"
-    )["saga_id"]
-    shown = cli.json("show", sid)
-    assert url in shown["markdown"] and shown["review"]["verdict"] == "pass", shown
+    strict = Cli(env, tmp_path)
+    assert URL not in strict.json("show", _photo_submit(strict, photo_corpus, site))["markdown"]
 
-    cli.json("approve", sid, "--version", str(shown["version"]), "--as", "erin")
-
-    assert cli.json("status", sid)["state"] == "failed"
-    assert not list(site.glob("*.html")) and not list(site.glob("*.md"))
-    assert "PRESSROOM_LINK_HOSTS" in json.dumps(cli.json("history", sid))
-
-    allowed = Cli({**env, "PRESSROOM_LINK_HOSTS": "photos.example"}, tmp_path)
-    again = allowed.json(
-        "submit", "--brief", brief, "--corpus", str(corpus), "--dest", f"site:{site}", "--as", "dana"
-    )
-    allowed.json("approve", again["saga_id"], "--version", "1", "--as", "erin")
-    assert allowed.json("status", again["saga_id"])["state"] == "succeeded"
-    assert url in "".join(p.read_text(encoding="utf-8") for p in site.glob("*.html"))
+    lenient = Cli({**env, "PRESSROOM_LINK_HOSTS": "photos.example"}, tmp_path)
+    sid = _photo_submit(lenient, photo_corpus, site)
+    lenient.json("approve", sid, "--version", "1", "--as", "erin")
+    assert lenient.json("status", sid)["state"] == "succeeded"
+    assert URL in "".join(p.read_text(encoding="utf-8") for p in site.glob("*.html"))
