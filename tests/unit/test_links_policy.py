@@ -79,3 +79,13 @@ def test_the_page_keeps_no_foreign_link_or_image_even_if_one_gets_through() -> N
     assert 'href="page.html"' in body
     strict = render_page("T", markdown).split("<main>", 1)[1]
     assert 'href="https://photos.example' not in strict and 'src="https://photos.example' not in strict
+
+
+def test_link_hosts_setting_is_read_as_lower_case_host_names() -> None:
+    from orchestrator.config import Settings
+
+    assert Settings(link_hosts=" Photos.Example., cdn.example ").allowed_link_hosts() == {
+        "photos.example",
+        "cdn.example",
+    }
+    assert Settings().allowed_link_hosts() == frozenset()

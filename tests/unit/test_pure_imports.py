@@ -21,6 +21,9 @@ PURE = [
     "orchestrator.routing",
     "roles.artifacts",
     "roles.injection",
+    "roles.injection_rules",
+    "roles.regex_gate",
+    "orchestrator.harness.links",
 ]
 FORBIDDEN = ["sqlalchemy", "sqlmodel", "psycopg", "celery", "kombu", "redis", "httpx", "opentelemetry.sdk", "sqlite3"]
 

@@ -230,3 +230,14 @@ def test_an_unusable_index_file_is_a_clear_error(tmp_path: Path) -> None:
     index.file.write_bytes(b"this is not a database" * 100)
     with pytest.raises(InvalidInput, match="corpus index"):
         index.refresh()
+
+
+def test_the_index_folder_follows_the_settings(tmp_path: Path) -> None:
+    from orchestrator.config import Settings
+
+    db = Settings(database_url=f"sqlite:///{tmp_path / 'p.db'}", secret_file=tmp_path / "s")
+    assert db.index_folder() == tmp_path / "p.db-index"
+    pg = Settings(database_url="postgresql+psycopg://x@h/db", secret_file=tmp_path / "state" / "secret")
+    assert pg.index_folder() == tmp_path / "state" / ".pressroom-index"
+    chosen = Settings(index_dir=tmp_path / "idx")
+    assert chosen.index_folder() == tmp_path / "idx"
