@@ -88,4 +88,4 @@ def test_link_hosts_setting_is_read_as_lower_case_host_names() -> None:
         "photos.example",
         "cdn.example",
     }
-    assert Settings().allowed_link_hosts() == frozenset()
+    assert Settings(link_hosts=None).allowed_link_hosts() == frozenset()
