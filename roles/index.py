@@ -51,7 +51,7 @@ from roles.corpus import (
 from roles.injection import RULES_VERSION, assess_parts, taints_source, url_reasons
 from roles.ranking import DEFAULT_LIMIT, TAINTED_SOURCE, match_query, query_terms, rank
 
-ANALYZER: Final = f"1;{store.TOKENIZER};{MAX_PASSAGE_CHARS};{RULES_VERSION}"
+ANALYZER: Final = f"2;{store.TOKENIZER};{MAX_PASSAGE_CHARS};{RULES_VERSION}"
 MAX_FILES: Final = 1_000_000
 MAX_FILE_BYTES: Final = 1_000_000
 
@@ -140,13 +140,16 @@ class CorpusIndex:
             if store.get_meta(db, "analyzer") != ANALYZER:
                 store.clear(db)
                 store.set_meta(db, "analyzer", ANALYZER)
-            known = store.stored_files(db)
+            known = store.stored_signatures(db)
             for rel, path, signature in found:
-                before = known.pop(rel, None)
-                if before is not None and signature is not None and before.signature == signature:
+                was_known = rel in known
+                recorded = known.pop(rel, None)
+                if was_known and signature is not None and recorded == signature:
                     unchanged += 1
                     continue
                 reads += 1
+                held = store.stored_file(db, rel) if was_known else None
+                before = held[0] if held else None
                 outcome = self._index_file(db, rel, Path(path), signature, before)
                 if outcome == "unchanged":
                     unchanged += 1
@@ -274,21 +277,41 @@ def _signature(path: str | Path) -> store.Signature | None:
 
 
 def _walk(base: Path) -> list[tuple[str, str, store.Signature | None]]:
-    """The corpus's candidate files (as `corpus.candidates()` lists them) with their signatures.
+    """The corpus's candidate files (as `corpus.candidates()` lists them: dot entries and
+    symlinked folders left out) with their signatures.
 
-    Plain strings rather than `Path` objects: at 100,000 files the walk is most of a refresh.
+    `os.scandir` and plain strings rather than `Path` objects: at 100,000 files the
+    walk is most of a refresh.
     """
-    root = str(base)
-    skip = len(root) + 1
     found: list[tuple[str, str, store.Signature | None]] = []
-    for folder, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        prefix = folder[skip:] + "/" if len(folder) > len(root) else ""
-        for name in filenames:
-            if name.startswith(".") or os.path.splitext(name)[1].lower() not in SUFFIXES:
+    folders = [(str(base), "")]
+    while folders:
+        folder, prefix = folders.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = list(listing)
+        except OSError:
+            continue
+        for entry in entries:
+            name = entry.name
+            if name.startswith("."):
                 continue
-            full = os.path.join(folder, name)
-            found.append((prefix + name, full, _signature(full)))
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if is_dir:
+                if not entry.is_symlink():
+                    folders.append((entry.path, prefix + name + "/"))
+                continue
+            if os.path.splitext(name)[1].lower() not in SUFFIXES:
+                continue
+            try:
+                st = entry.stat()
+                signature: store.Signature | None = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+            except OSError:
+                signature = None
+            found.append((prefix + name, entry.path, signature))
     found.sort(key=lambda item: item[0])
     return found
 

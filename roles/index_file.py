@@ -6,7 +6,8 @@ This module owns the SQL. A corpus's index file holds:
   injection rules) and when the last walk started;
 - ``files``: one row per candidate file: its corpus-relative path, the stat
   signature it had when it was read (size, mtime, ctime, inode), its sha256
-  digest and text, or why it was skipped, and whether a passage taints it;
+  digest or why it was skipped, and whether a passage taints it (the text is
+  in ``texts``, so that a refresh's scan of ``files`` stays small);
 - ``passages``: every passage (offsets, text, the brief-independent
   injection reasons and the URLs it carries, ``flagged`` when either is set
   or its file is tainted);
@@ -38,10 +39,11 @@ CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files(
     path TEXT PRIMARY KEY,
     size INTEGER, mtime_ns INTEGER, ctime_ns INTEGER, inode INTEGER,
-    digest TEXT, text TEXT, skipped TEXT,
+    digest TEXT, skipped TEXT,
     tainted INTEGER NOT NULL DEFAULT 0
 );
-CREATE INDEX IF NOT EXISTS files_skipped ON files(skipped) WHERE skipped IS NOT NULL;
+CREATE INDEX IF NOT EXISTS files_skipped ON files(skipped);
+CREATE TABLE IF NOT EXISTS texts(path TEXT PRIMARY KEY, text TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS passages(
     id INTEGER PRIMARY KEY,
     path TEXT NOT NULL,
@@ -133,10 +135,13 @@ def set_meta(db: sqlite3.Connection, key: str, value: str) -> None:
 
 
 def clear(db: sqlite3.Connection) -> None:
-    """Forget every file (the analyzer changed): the next refresh reads them all again."""
-    db.execute("DELETE FROM plain")
-    db.execute("DELETE FROM passages")
-    db.execute("DELETE FROM files")
+    """Forget every file (the analyzer changed): the tables are made anew and the
+    refresh reads every file again."""
+    for table in ("plain", "passages", "texts", "files"):
+        db.execute(f"DROP TABLE IF EXISTS {table}")
+    for statement in _SCHEMA.split(";"):
+        if statement.strip() and "meta(" not in statement:
+            db.execute(statement)
 
 
 def stored_files(db: sqlite3.Connection) -> dict[str, StoredFile]:
@@ -148,10 +153,21 @@ def stored_files(db: sqlite3.Connection) -> dict[str, StoredFile]:
     return out
 
 
+def stored_signatures(db: sqlite3.Connection) -> dict[str, Signature | None]:
+    """Every file's recorded stat signature, by path (the one scan a refresh makes)."""
+    rows = db.execute("SELECT path, size, mtime_ns, ctime_ns, inode FROM files")
+    return {
+        str(path): None if size is None else (int(size), int(mtime), int(ctime), int(inode))
+        for path, size, mtime, ctime, inode in rows
+    }
+
+
 def stored_file(db: sqlite3.Connection, path: str) -> tuple[StoredFile, str | None] | None:
     """One file's row and its text, or None when the index has no such file."""
     row = db.execute(
-        "SELECT size, mtime_ns, ctime_ns, inode, digest, skipped, text FROM files WHERE path = ?", (path,)
+        "SELECT f.size, f.mtime_ns, f.ctime_ns, f.inode, f.digest, f.skipped, t.text "
+        "FROM files f LEFT JOIN texts t ON t.path = f.path WHERE f.path = ?",
+        (path,),
     ).fetchone()
     if row is None:
         return None
@@ -174,6 +190,7 @@ def remove_file(db: sqlite3.Connection, path: str) -> None:
         "DELETE FROM plain WHERE rowid IN (SELECT id FROM passages WHERE path = ? AND flagged = 0)", (path,)
     )
     db.execute("DELETE FROM passages WHERE path = ?", (path,))
+    db.execute("DELETE FROM texts WHERE path = ?", (path,))
     db.execute("DELETE FROM files WHERE path = ?", (path,))
 
 
@@ -199,10 +216,10 @@ def put_file(
     remove_file(db, path)
     size, mtime, ctime, inode = signature if signature is not None else (None, None, None, None)
     db.execute(
-        "INSERT INTO files(path, size, mtime_ns, ctime_ns, inode, digest, text, tainted) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (path, size, mtime, ctime, inode, digest, text, int(tainted)),
+        "INSERT INTO files(path, size, mtime_ns, ctime_ns, inode, digest, tainted) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (path, size, mtime, ctime, inode, digest, int(tainted)),
     )
+    db.execute("INSERT INTO texts(path, text) VALUES (?, ?)", (path, text))
     for p in passages:
         flagged = bool(tainted or p.reasons or p.urls)
         cursor = db.execute(
@@ -243,17 +260,39 @@ def plain_passages(db: sqlite3.Connection) -> list[Passage]:
 
 
 def search_plain(db: sqlite3.Connection, match: str, limit: int) -> list[Passage]:
-    """The FTS5 MATCH over the plain passages, by ``bm25()``, ties in corpus order."""
-    rows = db.execute(
-        'SELECT p.path, p.start, p."end", p.text, f.digest, bm25(plain) AS rank_ '
-        "FROM plain JOIN passages p ON p.id = plain.rowid JOIN files f ON f.path = p.path "
-        "WHERE plain MATCH ? ORDER BY rank_, p.path, p.start LIMIT ?",
-        (match, limit),
-    )
+    """The FTS5 MATCH over the plain passages, by ``bm25()``, ties in corpus order.
+
+    The best ``4 * limit`` rows are taken by score alone and only those are joined
+    to their passages and sorted with the corpus-order tie-break; when the last of
+    them ties with the cut, the exact query over every match answers instead.
+    """
+    window = 4 * limit
+    top = db.execute(
+        "SELECT rowid, bm25(plain) AS rank_ FROM plain WHERE plain MATCH ? ORDER BY rank_ LIMIT ?",
+        (match, window + 1),
+    ).fetchall()
+    if len(top) > window and top[window][1] == top[limit - 1][1]:
+        query, args = _SEARCH_ALL, (match, limit)
+    else:
+        ids = ",".join(str(int(rowid)) for rowid, _ in top[:window]) or "NULL"
+        query, args = _SEARCH_SOME.format(ids=ids), (match, limit)
+    rows = db.execute(query, args)
     return [
         Passage(source=path, source_digest=digest, start=start, end=end, text=text, score=-float(bm25))
         for path, start, end, text, digest, bm25 in rows
     ]
+
+
+_SEARCH_ALL = (
+    'SELECT p.path, p.start, p."end", p.text, f.digest, bm25(plain) AS rank_ '
+    "FROM plain JOIN passages p ON p.id = plain.rowid JOIN files f ON f.path = p.path "
+    "WHERE plain MATCH ? ORDER BY rank_, p.path, p.start LIMIT ?"
+)
+_SEARCH_SOME = (
+    'SELECT p.path, p.start, p."end", p.text, f.digest, bm25(plain) AS rank_ '
+    "FROM plain JOIN passages p ON p.id = plain.rowid JOIN files f ON f.path = p.path "
+    "WHERE plain MATCH ? AND plain.rowid IN ({ids}) ORDER BY rank_, p.path, p.start LIMIT ?"
+)
 
 
 def read_counts(db: sqlite3.Connection) -> tuple[int, list[tuple[str, str]]]:
@@ -284,5 +323,6 @@ __all__ = [
     "set_signature",
     "stored_file",
     "stored_files",
+    "stored_signatures",
     "writing",
 ]

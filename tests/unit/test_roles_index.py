@@ -241,3 +241,35 @@ def test_the_index_folder_follows_the_settings(tmp_path: Path) -> None:
     assert pg.index_folder() == tmp_path / "state" / ".pressroom-index"
     chosen = Settings(index_dir=tmp_path / "idx")
     assert chosen.index_folder() == tmp_path / "idx"
+
+
+def test_an_index_built_with_other_rules_is_rebuilt(tmp_path: Path) -> None:
+    import sqlite3
+
+    corpus = tmp_path / "corpus"
+    shutil.copytree(SAMPLE, corpus)
+    reader = CountingReader()
+    index = CorpusIndexes(tmp_path / "index", reader=reader).for_corpus(corpus)
+    index.refresh()
+    with sqlite3.connect(index.file) as db:
+        db.execute("UPDATE meta SET value = 'older rules' WHERE key = 'analyzer'")
+    reader.paths.clear()
+
+    index.refresh()
+
+    assert len(reader.paths) == 6
+    assert index.evidence(SAMPLE_BRIEF) == collect_evidence(SAMPLE_BRIEF, load_corpus(corpus))
+
+
+def test_ties_beyond_the_search_window_keep_corpus_order(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for i in (7, 3, 11, 0, 9, 5, 1, 10, 4, 8, 2, 6):
+        (corpus / f"copy-{i:02d}.md").write_text("The windmill was restored in 1990.\n", encoding="utf-8")
+    (corpus / "other.md").write_text("A windmill, a windmill and a windmill.\n", encoding="utf-8")
+    index = CorpusIndexes(tmp_path / "index").for_corpus(corpus)
+    index.refresh()
+    for limit in (1, 2, 3, 5, 13):
+        assert index.evidence("windmill", limit=limit) == collect_evidence(
+            "windmill", load_corpus(corpus), limit=limit
+        )
