@@ -1,28 +1,38 @@
-"""Role pipeline cost by corpus size: research, write and review time per saga.
+"""Role pipeline cost by corpus size, on the persistent corpus index.
 
-For generated corpora of 10, 100 and 1,000 files, each run builds a fresh app
-(SQLite file in a temporary folder, in-process broker, `memory:` destination)
-and submits one brief; the researcher, writer and reviewer run before
-`services.submit` returns. Each role's time is its handler plus the finalizer
-that commits its result (timed by wrapping `app.handlers`). One unmeasured
-warm-up saga runs first; sizes take turns within each run; the median of the
-runs is reported, with the ratio of the total to the 10-file case.
+For generated corpora of 10, 1,000, 10,000 and 100,000 small files, each in
+its own child process (so that its peak resident memory is its own):
+
+- **build**: a fresh index folder, one `CorpusIndex.refresh()` that reads
+  every file; seconds and the child's peak RSS;
+- **refresh**: one file rewritten (content and mtime changed), then one
+  refresh; seconds (and a refresh with nothing changed);
+- **sagas**: an app on a fresh SQLite database sharing that index, one
+  unmeasured warm-up saga, then `--sagas` sagas; per saga the researcher,
+  writer and reviewer time (each role's handler plus the commit of its
+  result) and the whole `services.submit` call (whose refresh walks and
+  stats every file); medians, and the child's peak RSS;
+- **per call** (10 and 1,000 files only): `collect_evidence()` over
+  `load_corpus()`, the research path without the index, for comparison.
 
 Run from the repository root::
 
-    .venv/bin/python bench/roles_scaling.py [--runs 7] [--sizes 10,100,1000] [--no-write]
+    .venv/bin/python bench/roles_scaling.py [--sizes 10,1000,10000,100000] [--sagas 5] [--no-write]
 
 The results replace the section "## Role pipeline cost by corpus size" of
-docs/benchmarks.md (the file is created if missing). Not a test.
+docs/benchmarks.md. Not a test.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import random
+import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -32,19 +42,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from orchestrator import services
-from orchestrator.app import App, Finalizer, Handler
-from orchestrator.bootstrap import build_app
-from orchestrator.config import Settings
-from orchestrator.routing import DRAFT, RESEARCH, REVIEW
-from orchestrator.store.db import UnitOfWork
-from outbox.messages import Handoff
-
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
 DOC = ROOT / "docs" / "benchmarks.md"
 HEADING = "## Role pipeline cost by corpus size"
 BRIEF = "Write a short history of the Hollin canal locks and their restoration."
-STAGES = ((RESEARCH, "research"), (DRAFT, "write"), (REVIEW, "review"))
 TOPIC = (
     "The Hollin canal lock number {n} was built of local sandstone in {year}.",
     "Its restoration in {later} replaced the oak gates of the lock.",
@@ -54,114 +58,218 @@ WORDS = (
     "market harvest river council school railway mill weaver orchard bridge chapel quarry ferry "
     "tannery brewery meadow granary foundry parish ledger cottage harbour signal timber almanac"
 ).split()
+PER_CALL_MAX = 1000
 
 
 def make_corpus(root: Path, files: int, seed: int = 7) -> int:
-    """`files` markdown files of unrelated prose; one in ten also tells of the canal. Returns bytes."""
+    """`files` small markdown files of unrelated prose; one in ten also tells of the canal. Returns bytes."""
     rng = random.Random(seed)
     total = 0
     for i in range(files):
-        folder = root / f"part-{i // 100:02d}"
+        folder = root / f"part-{i // 1000:03d}"
         folder.mkdir(parents=True, exist_ok=True)
-        paragraphs = [_paragraph(rng) for _ in range(5)]
+        paragraphs = [_paragraph(rng) for _ in range(3)]
         if i % 10 == 0:
             year = 1790 + i % 60
             paragraphs.insert(1, " ".join(s.format(n=i + 1, year=year, later=year + 150) for s in TOPIC))
         text = f"# Notes {i + 1}\n\n" + "\n\n".join(paragraphs) + "\n"
-        (folder / f"notes-{i:04d}.md").write_text(text, encoding="utf-8")
+        (folder / f"notes-{i:06d}.md").write_text(text, encoding="utf-8")
         total += len(text.encode("utf-8"))
     return total
 
 
 def _paragraph(rng: random.Random) -> str:
     sentences = []
-    for _ in range(4):
+    for _ in range(3):
         words = [rng.choice(WORDS) for _ in range(rng.randint(8, 14))]
         sentences.append(" ".join(words).capitalize() + ".")
     return " ".join(sentences)
 
 
-def timed(handler: Handler, task: str, spent: dict[str, float]) -> Handler:
-    """The handler, with its own time and its finalizer's added to `spent[task]`."""
-
-    def run(app: App, handoff: Handoff, holder: str) -> Finalizer:
-        start = time.perf_counter()
-        finalize = handler(app, handoff, holder)
-        spent[task] += time.perf_counter() - start
-
-        def commit(uow: UnitOfWork) -> None:
-            begun = time.perf_counter()
-            finalize(uow)
-            spent[task] += time.perf_counter() - begun
-
-        return commit
-
-    return run
+def _peak_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
-def one_saga(corpus: Path, work: Path, run: int) -> dict[str, float]:
-    """Seconds per stage (and in total) for one saga on a fresh database."""
+# -- the children ----------------------------------------------------------------------
+
+
+def child_build(corpus: Path, index_dir: Path) -> dict[str, Any]:
+    from roles.index import CorpusIndexes
+
+    start = time.perf_counter()
+    done = CorpusIndexes(index_dir).for_corpus(corpus).refresh()
+    seconds = time.perf_counter() - start
+    size = sum(p.stat().st_size for p in index_dir.iterdir())
+    return {"build": seconds, "build_rss": _peak_mib(), "files_read": done.files_read, "index_bytes": size}
+
+
+def child_refresh(corpus: Path, index_dir: Path) -> dict[str, Any]:
+    from roles.index import CorpusIndexes
+
+    index = CorpusIndexes(index_dir).for_corpus(corpus)
+    start = time.perf_counter()
+    index.refresh()
+    unchanged = time.perf_counter() - start
+    target = next(iter(sorted((corpus / "part-000").iterdir())))
+    target.write_text(
+        target.read_text(encoding="utf-8") + "\nThe ferry moved upstream in 1901.\n", encoding="utf-8"
+    )
+    st = target.stat()
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    start = time.perf_counter()
+    done = index.refresh()
+    changed = time.perf_counter() - start
+    assert done.changed == (target.relative_to(corpus).as_posix(),), done
+    return {"refresh_none": unchanged, "refresh_one": changed, "refresh_rss": _peak_mib()}
+
+
+def child_sagas(corpus: Path, index_dir: Path, work: Path, sagas: int) -> dict[str, Any]:
+    from orchestrator import services
+    from orchestrator.app import App, Finalizer, Handler
+    from orchestrator.bootstrap import build_app
+    from orchestrator.config import Settings
+    from orchestrator.routing import DRAFT, RESEARCH, REVIEW
+    from orchestrator.store.db import UnitOfWork
+    from outbox.messages import Handoff
+
+    stages = ((RESEARCH, "research"), (DRAFT, "write"), (REVIEW, "review"))
+
+    def timed(handler: Handler, task: str, spent: dict[str, float]) -> Handler:
+        def run(app: App, handoff: Handoff, holder: str) -> Finalizer:
+            start = time.perf_counter()
+            finalize = handler(app, handoff, holder)
+            spent[task] += time.perf_counter() - start
+
+            def commit(uow: UnitOfWork) -> None:
+                begun = time.perf_counter()
+                finalize(uow)
+                spent[task] += time.perf_counter() - begun
+
+            return commit
+
+        return run
+
     settings = Settings(
-        database_url=f"sqlite:///{work / f'bench-{run}.db'}", broker_url="inline://", secret="bench"
+        database_url=f"sqlite:///{work / 'bench.db'}",
+        broker_url="inline://",
+        secret="bench",
+        index_dir=index_dir,
     )
     app = build_app(settings, memory_destinations=True)
-    spent: dict[str, float] = defaultdict(float)
-    for task, _ in STAGES:
-        app.handlers[task] = timed(app.handlers[task], task, spent)
-    try:
+    samples: list[dict[str, float]] = []
+    originals = dict(app.handlers)
+    for run in range(sagas + 1):
+        spent: dict[str, float] = defaultdict(float)
+        for task, _ in stages:
+            app.handlers[task] = timed(originals[task], task, spent)
         start = time.perf_counter()
         out = services.submit(
-            app, brief=BRIEF, corpus=str(corpus), destinations=[f"memory:bench-{run}"], actor="bench"
+            app, brief=BRIEF, corpus=str(corpus), destinations=[f"memory:b{run}"], actor="bench"
         )
         wall = time.perf_counter() - start
-    finally:
-        app.engine.dispose()
-    if out["state"] != "ready-for-review":
-        raise SystemExit(f"saga ended {out['state']}: {out.get('reason')}")
-    return {**{name: spent[task] for task, name in STAGES}, "submit": wall}
+        if out["state"] != "ready-for-review":
+            raise SystemExit(f"saga ended {out['state']}: {out.get('reason')}")
+        if run:  # the first saga warms imports, the schema and the caches
+            samples.append({**{name: spent[task] for task, name in stages}, "submit": wall})
+    app.engine.dispose()
+    row: dict[str, Any] = {
+        k: statistics.median(s[k] for s in samples) for k in ("research", "write", "review", "submit")
+    }
+    row["total"] = statistics.median(s["research"] + s["write"] + s["review"] for s in samples)
+    row["saga_rss"] = _peak_mib()
+    return row
 
 
-def measure(sizes: list[int], runs: int) -> list[dict[str, Any]]:
-    """Medians per size; sizes take turns within each run, so a busy moment hits them alike."""
-    samples: dict[int, list[dict[str, float]]] = {size: [] for size in sizes}
-    with tempfile.TemporaryDirectory(prefix="pressroom-bench-") as tmp:
-        corpora = {size: Path(tmp) / f"corpus-{size}" for size in sizes}
-        size_bytes = {size: make_corpus(corpora[size], size) for size in sizes}
-        one_saga(corpora[sizes[0]], Path(tmp), -1)  # imports, schema, first connections: not measured
-        for run in range(runs):
-            for size in sizes:
-                samples[size].append(one_saga(corpora[size], Path(tmp), run * len(sizes) + sizes.index(size)))
-            print(f"  run {run + 1}/{runs} done", file=sys.stderr)
+def child_per_call(corpus: Path) -> dict[str, Any]:
+    from roles.corpus import load_corpus
+    from roles.ranking import collect_evidence
+
+    collect_evidence(BRIEF, load_corpus(corpus))  # warm
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        collect_evidence(BRIEF, load_corpus(corpus))
+        times.append(time.perf_counter() - start)
+    return {"per_call": statistics.median(times)}
+
+
+def _child(kind: str, *args: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, __file__, "--child", kind, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"child {kind} failed:\n{done.stderr}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+# -- the parent ------------------------------------------------------------------------
+
+
+def measure(sizes: list[int], sagas: int) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for size in sizes:
-        row: dict[str, Any] = {"files": size, "bytes": size_bytes[size]}
-        for key in ("research", "write", "review", "submit"):
-            row[key] = statistics.median(s[key] for s in samples[size])
-        row["total"] = statistics.median(s["research"] + s["write"] + s["review"] for s in samples[size])
-        rows.append(row)
-    for row in rows:
-        row["ratio"] = row["total"] / rows[0]["total"]
+        with tempfile.TemporaryDirectory(prefix="pressroom-bench-") as tmp:
+            corpus, index_dir, work = Path(tmp) / "corpus", Path(tmp) / "index", Path(tmp) / "work"
+            work.mkdir()
+            row: dict[str, Any] = {"files": size, "bytes": make_corpus(corpus, size)}
+            print(f"  {size:,} files generated", file=sys.stderr, flush=True)
+            row |= _child("build", str(corpus), str(index_dir))
+            row |= _child("refresh", str(corpus), str(index_dir))
+            row |= _child("sagas", str(corpus), str(index_dir), str(work), str(sagas))
+            if size <= PER_CALL_MAX:
+                row |= _child("per_call", str(corpus))
+            rows.append(row)
+            print(f"  {size:,} files measured", file=sys.stderr, flush=True)
     return rows
+
+
+def _ms(seconds: float | None) -> str:
+    return "–" if seconds is None else f"{seconds * 1000:,.1f}"
 
 
 def table(rows: list[dict[str, Any]]) -> str:
     lines = [
-        "| files | corpus | research ms | write ms | review ms | total ms | ratio to 10 files | submit ms |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| files | corpus | index build s | build peak RSS | index file | refresh, none changed ms "
+        "| refresh, one changed ms | research ms | write ms | review ms | submit ms | saga peak RSS "
+        "| research per call ms |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(
-            f"| {r['files']:,} | {r['bytes'] / 1024:,.0f} KiB | {r['research'] * 1000:,.1f} | "
-            f"{r['write'] * 1000:,.1f} | {r['review'] * 1000:,.1f} | {r['total'] * 1000:,.1f} | "
-            f"{r['ratio']:.1f}x | {r['submit'] * 1000:,.1f} |"
+            f"| {r['files']:,} | {r['bytes'] / 2**20:,.1f} MiB | {r['build']:,.2f} | {r['build_rss']:,.0f} MiB "
+            f"| {r['index_bytes'] / 2**20:,.1f} MiB | {_ms(r['refresh_none'])} | {_ms(r['refresh_one'])} "
+            f"| {_ms(r['research'])} | {_ms(r['write'])} | {_ms(r['review'])} | {_ms(r['submit'])} "
+            f"| {r['saga_rss']:,.0f} MiB | {_ms(r.get('per_call'))} |"
         )
     return "\n".join(lines)
 
 
-def section(rows: list[dict[str, Any]], command: str, runs: int) -> str:
+def goals(rows: list[dict[str, Any]]) -> list[str]:
+    by = {r["files"]: r for r in rows}
+    out: list[str] = []
+    if 1000 in by and 100000 in by:
+        ratio = by[100000]["research"] / by[1000]["research"]
+        verdict = "met" if ratio <= 2 else f"NOT met: {ratio:.1f}x, {ratio - 2:.1f}x over"
+        out.append(f"- Research per saga at 100,000 files within 2x of 1,000 files: {ratio:.2f}x, {verdict}.")
+    if 100000 in by:
+        one = by[100000]["refresh_one"]
+        verdict = "met" if one < 1 else f"NOT met: {one:.2f} s, {one - 1:.2f} s over"
+        out.append(f"- Refresh after one change at 100,000 files under a second: {one:.2f} s, {verdict}.")
+        out.append(
+            f"- Peak memory at 100,000 files: {by[100000]['saga_rss']:,.0f} MiB for the process running the "
+            f"sagas, {by[100000]['build_rss']:,.0f} MiB for the build."
+        )
+    return out
+
+
+def section(rows: list[dict[str, Any]], command: str, sagas: int) -> str:
     now = datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
-    machine = f"Python {platform.python_version()} on {platform.system()} {platform.machine()}"
-    machine += f", {os.cpu_count()} CPUs"
+    machine = f"Python {platform.python_version()} on {platform.system()} {platform.machine()}, {os.cpu_count()} CPUs"
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     return "\n".join(
         [
@@ -170,13 +278,19 @@ def section(rows: list[dict[str, Any]], command: str, runs: int) -> str:
             f"Command: `{command}`  ",
             f"Date: {now}; {machine}; load average {load} when the runs ended.",
             "",
-            "One saga per run on a fresh SQLite database with the in-process broker and a `memory:` "
-            "destination, after one unmeasured warm-up saga; the brief matches one file in ten of a generated corpus (five paragraphs of "
-            "prose per file). Each role's time is its handler (the planner loop through the harness) "
-            "plus the commit of its result; `submit` is the whole `services.submit` call, queueing and "
-            f"delivery included. Medians of {runs} runs.",
+            "Generated corpora of small markdown files (three paragraphs of prose each; one file in ten also "
+            "tells of the canal the brief asks about), indexed in the persistent corpus index (SQLite FTS5, "
+            "one file per corpus). Each phase runs in its own child process; peak RSS is that process's "
+            "`ru_maxrss`. `research`, `write` and `review` are each role's handler (the planner loop through "
+            "the harness) plus the commit of its result, on a warm index; `submit` is the whole "
+            "`services.submit` call, whose refresh stats every file of the corpus. Medians of "
+            f"{sagas} sagas after one unmeasured warm-up saga. `research per call` is the path without the "
+            "index (`collect_evidence(load_corpus())`, which re-reads and re-indexes the corpus every time), "
+            "measured only up to 1,000 files.",
             "",
             table(rows),
+            "",
+            *goals(rows),
             "",
         ]
     )
@@ -197,20 +311,32 @@ def write_section(text: str, doc: Path = DOC) -> None:
     doc.write_text(updated, encoding="utf-8")
 
 
+CHILDREN: dict[str, Callable[..., dict[str, Any]]] = {
+    "build": lambda c, i: child_build(Path(c), Path(i)),
+    "refresh": lambda c, i: child_refresh(Path(c), Path(i)),
+    "sagas": lambda c, i, w, n: child_sagas(Path(c), Path(i), Path(w), int(n)),
+    "per_call": lambda c: child_per_call(Path(c)),
+}
+
+
 def main(argv: list[str] | None = None, write: Callable[[str], None] = write_section) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=7)
-    parser.add_argument("--sizes", default="10,100,1000")
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--sizes", default="10,1000,10000,100000")
+    parser.add_argument("--sagas", type=int, default=5)
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md")
+    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.child:
+        print(json.dumps(CHILDREN[args.child[0]](*args.child[1:])))
+        return 0
     sizes = [int(s) for s in args.sizes.split(",")]
-    rows = measure(sizes, args.runs)
+    rows = measure(sizes, args.sagas)
     print(table(rows))
+    print("\n".join(goals(rows)))
     if not args.no_write:
-        command = ".venv/bin/python bench/roles_scaling.py" + " ".join(
-            ["", *(argv if argv is not None else sys.argv[1:])]
-        )
-        write(section(rows, command.rstrip(), args.runs))
+        shown = [a for a in (argv if argv is not None else sys.argv[1:])]
+        command = " ".join([".venv/bin/python bench/roles_scaling.py", *shown])
+        write(section(rows, command, args.sagas))
         print(f"wrote {HEADING!r} in {DOC.relative_to(ROOT)}", file=sys.stderr)
     return 0
 

@@ -35,6 +35,7 @@ from outbox.inbox import already_applied, claim
 from outbox.messages import ArtifactRef, Envelope, Handoff
 from outbox.relay import Relay
 from outbox.writer import Outbox
+from roles.index import CorpusIndexes
 from telemetry import names, propagation, spans
 
 log = logging.getLogger(__name__)
@@ -57,6 +58,8 @@ class App:
     people: SqlPeopleStore
     handlers: dict[str, Handler] = field(default_factory=dict)
     relay: Relay | None = None
+    # The corpus indexes research and review share (set by `build_app`).
+    indexes: CorpusIndexes | None = None
     # inline://: deliver queued work before a use case returns. The demo turns
     # this off and lets its worker threads deliver instead.
     auto_drain: bool = True

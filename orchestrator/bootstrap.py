@@ -27,6 +27,7 @@ from orchestrator.store.work import sweep_expired
 from outbox.broker import Broker, CeleryBroker, InlineBroker, NullBroker
 from outbox.relay import Relay
 from outbox.writer import Outbox
+from roles.index import CorpusIndexes
 from sagas import records
 from sagas.destinations.base import Destination
 from sagas.destinations.registry import open_destination as open_real_destination
@@ -75,6 +76,7 @@ def build_app(
     open_destination: Callable[[str], Destination] | None = None,
     extra_tools: list[ToolSpec] | None = None,
     memory_destinations: bool = False,
+    indexes: CorpusIndexes | None = None,
 ) -> App:
     from roles.handlers import draft_handler, research_handler, review_handler
     from roles.tools import role_tools
@@ -84,12 +86,15 @@ def build_app(
     store = SqlHarnessStore(engine)
     key = settings.signing_key()
     opener = open_destination or (
-        lambda uri: open_real_destination(uri, timeout=settings.destination_timeout)
+        lambda uri: open_real_destination(
+            uri, timeout=settings.destination_timeout, link_hosts=settings.allowed_link_hosts()
+        )
     )
+    indexes = indexes or CorpusIndexes(settings.index_folder())
     registry = Registry()
     for spec in [
-        *role_tools(engine),
-        *PublishingTools(engine, opener, settings.roots()).specs(),
+        *role_tools(engine, indexes, settings.allowed_link_hosts()),
+        *PublishingTools(engine, opener, settings.roots(), link_hosts=settings.allowed_link_hosts()).specs(),
         *saga_tools(lambda: app),
         *denied_specs(),
         *(extra_tools or []),
@@ -106,6 +111,7 @@ def build_app(
         outbox=Outbox(engine, broker),
         signing_key=key,
         people=SqlPeopleStore(engine),
+        indexes=indexes,
         handlers={
             RESEARCH: research_handler,
             DRAFT: draft_handler,

@@ -47,6 +47,16 @@ class Settings(BaseSettings):
         description="folders (joined by ':') that corpora and site:/git: destinations must lie in; "
         "unset: anywhere the process may read and write",
     )
+    index_dir: Path | None = Field(
+        default=None,
+        description="folder of the corpus indexes (one SQLite file per corpus); unset: "
+        "'<database file>-index' beside a SQLite database, else '.pressroom-index' beside the secret file",
+    )
+    link_hosts: str | None = Field(
+        default=None,
+        description="hosts (joined by ',') that links and images in a version or page may point to; "
+        "unset: none, so no external link or image at all",
+    )
     trace_file: Path | None = Field(
         default=None, description="JSON-lines span file used when OTEL_TRACES_EXPORTER=file"
     )
@@ -106,6 +116,21 @@ class Settings(BaseSettings):
         if not self.allowed_roots:
             return []
         return [Path(p).expanduser().resolve() for p in self.allowed_roots.split(os.pathsep) if p.strip()]
+
+    def index_folder(self) -> Path:
+        """Where the corpus indexes live."""
+        if self.index_dir is not None:
+            return self.index_dir.expanduser()
+        prefix = "sqlite:///"
+        if self.database_url.startswith(prefix) and self.database_url[len(prefix) :] not in ("", ":memory:"):
+            db = Path(self.database_url[len(prefix) :].split("?", 1)[0]).expanduser()
+            return db.with_name(db.name + "-index")
+        return self.secret_file.expanduser().parent / ".pressroom-index"
+
+    def allowed_link_hosts(self) -> frozenset[str]:
+        """`PRESSROOM_LINK_HOSTS` as lower-case host names."""
+        hosts = (self.link_hosts or "").replace(os.pathsep, ",").split(",")
+        return frozenset(h.strip().lower().rstrip(".") for h in hosts if h.strip())
 
     def signing_key(self) -> bytes:
         """The approval signing key; created with mode 0600 on first use."""

@@ -17,9 +17,10 @@ from sqlmodel import Session
 
 from orchestrator import durations, paging, views
 from orchestrator.app import App, saga_span
-from orchestrator.errors import InvalidInput, NotFound, Refused, SelfApproval, StaleVersion
+from orchestrator.errors import InvalidInput, NotFound, PolicyRefused, Refused, SelfApproval, StaleVersion
 from orchestrator.harness.approvals import ApprovalBinding, mint, session_for
 from orchestrator.harness.capabilities import ROLE_CAPABILITIES
+from orchestrator.harness.links import LinkPolicy, describe, foreign_links
 from orchestrator.harness.principals import Party, Permission, Principal, acting, require, self_approval
 from orchestrator.people import as_principal
 from orchestrator.routing import DRAFT, PUBLISH, RESEARCH, REVIEW
@@ -141,6 +142,8 @@ def _start_saga(
     digest: str,
 ) -> str:
     actor = who.display
+    submitted = utcnow()
+    indexed = refresh_index(app, root)  # research then reads nothing this walk saw unchanged
     with unit_of_work(app.engine) as uow:
         saga = SagaRow(
             brief=brief,
@@ -149,6 +152,7 @@ def _start_saga(
             state=SagaState.PREPARING.value,
             created_by=actor,
             created_by_id=who.id,
+            created_at=submitted,
         )
         with saga_span("submit", saga):
             # The saga's trace starts here; every later message and command joins it.
@@ -161,7 +165,7 @@ def _start_saga(
                 actor=actor,
                 kind="saga",
                 status="submitted",
-                detail={"destinations": destinations, "corpus": saga.corpus},
+                detail={"destinations": destinations, "corpus": saga.corpus, "index": indexed},
             )
             app.dispatch(
                 uow,
@@ -172,6 +176,30 @@ def _start_saga(
             if request_id is not None:
                 submit_requests.record(uow.session, request_id, saga.id, digest)
         return saga.id
+
+
+def refresh_index(app: App, root: Path) -> dict[str, int]:
+    """Bring the corpus index of `root` up to date; counts of files added, changed, removed, unchanged."""
+    if app.indexes is None:
+        return {}
+    done = app.indexes.for_corpus(root).refresh()
+    return {
+        "added": len(done.added),
+        "changed": len(done.changed),
+        "removed": len(done.removed),
+        "unchanged": done.unchanged,
+    }
+
+
+def index_corpus(app: App, corpus: str) -> dict[str, Any]:
+    """`pressroom index`: build or refresh the index of one corpus folder."""
+    root = Path(corpus).expanduser()
+    if not root.is_dir():
+        raise InvalidInput(f"corpus folder not found: {corpus}")
+    _within(app.settings.roots(), root, "corpus folder")
+    if app.indexes is None:
+        raise InvalidInput("this app has no corpus index")
+    return app.indexes.for_corpus(root).refresh().summary()
 
 
 def status(
@@ -343,6 +371,8 @@ def _edit(app: App, saga_id: str, *, path: str, who: Principal) -> dict[str, Any
         raise InvalidInput(f"{path} is not UTF-8 text") from None
     if not markdown.strip():
         raise InvalidInput(f"{path} is empty")
+    if foreign := foreign_links(markdown, LinkPolicy(app.settings.allowed_link_hosts())):
+        raise PolicyRefused(f"{path} links outside PRESSROOM_LINK_HOSTS: {describe(foreign)}")
     with unit_of_work(app.engine) as uow:
         s = uow.session
         saga = records.load_saga(s, records.find_saga(s, saga_id).id, lock=True)

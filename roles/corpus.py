@@ -69,16 +69,8 @@ def read_source(root: Path, rel_path: str, *, max_file_bytes: int = 1_000_000) -
     a file that is not there, and `InvalidInput` for one that cannot be used.
     """
     base = _existing_root(root)
+    path = check_source_path(base, rel_path)
     pure = PurePosixPath(rel_path)
-    if not rel_path or pure.is_absolute() or ".." in pure.parts or "\\" in rel_path:
-        raise SourceOutsideCorpus(f"source path leaves the corpus: {rel_path!r}", path=rel_path)
-    path = base.joinpath(*pure.parts)
-    if not path.resolve().is_relative_to(base):
-        raise SourceOutsideCorpus(f"source path leaves the corpus: {rel_path!r}", path=rel_path)
-    if not path.is_file():
-        raise NotFound(f"source not found: {rel_path}", path=rel_path)
-    if pure.suffix.lower() not in SUFFIXES or any(part.startswith(".") for part in pure.parts):
-        raise InvalidInput(f"not a corpus source: {rel_path}", path=rel_path)
     try:
         return _read(base, path, pure.as_posix(), max_file_bytes)
     except _Unusable as why:
@@ -126,8 +118,41 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tu
 # -- reading -------------------------------------------------------------------------------
 
 
-class _Unusable(Exception):
+class Unusable(Exception):
     """A file that exists but cannot be used as a source; the message says why."""
+
+
+_Unusable = Unusable
+
+
+def existing_root(root: Path) -> Path:
+    """The corpus folder, resolved; `InvalidInput` when it is not a folder."""
+    return _existing_root(root)
+
+
+def candidates(base: Path) -> list[Path]:
+    """Every ``.md``/``.txt`` file under `base` (dot entries left out), in corpus-path order."""
+    return _candidates(base)
+
+
+def read_file(base: Path, path: Path, rel: str, max_file_bytes: int = 1_000_000) -> SourceFile:
+    """Read one candidate file of the corpus at `base`; `Unusable` says why it cannot be used."""
+    return _read(base, path, rel, max_file_bytes)
+
+
+def check_source_path(base: Path, rel_path: str) -> Path:
+    """The file a corpus-relative path names, checked the way `read_source()` checks it."""
+    pure = PurePosixPath(rel_path)
+    if not rel_path or pure.is_absolute() or ".." in pure.parts or "\\" in rel_path:
+        raise SourceOutsideCorpus(f"source path leaves the corpus: {rel_path!r}", path=rel_path)
+    path = base.joinpath(*pure.parts)
+    if not path.resolve().is_relative_to(base):
+        raise SourceOutsideCorpus(f"source path leaves the corpus: {rel_path!r}", path=rel_path)
+    if not path.is_file():
+        raise NotFound(f"source not found: {rel_path}", path=rel_path)
+    if pure.suffix.lower() not in SUFFIXES or any(part.startswith(".") for part in pure.parts):
+        raise InvalidInput(f"not a corpus source: {rel_path}", path=rel_path)
+    return path
 
 
 def _existing_root(root: Path) -> Path:

@@ -6,115 +6,113 @@ carries a URL or destination URI that the brief does not mention, is marked
 suspicious and is never quoted. `assess()` says why, as reasons of the form
 ``"rule-name: matched text"``; `rule_of()` reads the rule name back.
 
-The rules are one readable table of named regular expressions. They look for
+The rules are one readable table of named regular expressions, in English,
+Spanish, French, German and Chinese (`roles.injection_rules`). They look for
 requests aimed at an agent, not for topics, so ordinary prose ("the council
 approved the budget", "the library published a newsletter") is not flagged.
+They read the text folded by `matchable()`: compatibility forms, case,
+invisible characters, look-alike letters from other scripts (Cyrillic ``о``
+for ``o``) and accents make no difference. URLs are found in every spelling
+a renderer or a reader would follow: with a scheme, protocol-relative
+(``//host/x``), scheme-less (``host.example/x``, ``www.host.example``),
+markdown link and image targets, and ``src=``/``href=`` attributes.
 
 Pure: no I/O.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 import unicodedata
-from dataclasses import dataclass
+from functools import lru_cache
 from typing import Final
 
+from orchestrator.harness.textfold import fold, skeleton
+from roles.injection_rules import HIDDEN_CHARACTERS, RULES, Rule
+from roles.regex_gate import required_all
+
 FOREIGN_URL: Final = "foreign-url"
-HIDDEN_CHARACTERS: Final = "hidden-characters"
-
-
-@dataclass(frozen=True)
-class Rule:
-    """One named pattern; `taints_source` marks rules that make the whole file untrusted."""
-
-    name: str
-    pattern: re.Pattern[str]
-    taints_source: bool = True
-
-
-def _rule(name: str, pattern: str, *, taints_source: bool = True) -> Rule:
-    return Rule(name, re.compile(pattern, re.IGNORECASE | re.VERBOSE), taints_source)
-
-
-_AGENT = r"(?:ai|a\.i\.|assistant|llm|chatbot|language\s+model|(?:ai\s+)?agent)s?"
-_OLD = r"(?:previous|prior|earlier|above|preceding|original|system|initial)"
-
-RULES: Final[tuple[Rule, ...]] = (
-    _rule(
-        "ignore-instructions",
-        rf"""\b(?:ignore|forget|disregard|override|bypass)\s+(?:all\s+|any\s+)?(?:of\s+)?
-            (?:your|my|these|those|all|{_OLD}|the\s+{_OLD})\s+(?:\w+\s+)?
-            (?:instructions?|rules|guidelines|directions|directives|prompts?|guardrails?)\b""",
-    ),
-    _rule(
-        "disregard-above",
-        r"""\bdisregard\s+(?:all|any|everything)\b
-            |\b(?:disregard|ignore|forget)\s+(?:everything\s+|all\s+)?(?:the\s+)?(?:above|preceding)\b""",
-    ),
-    _rule(
-        "role-reassignment",
-        r"""\byou\s+are\s+now\b|\bfrom\s+now\s+on,?\s+you\b|\bpretend\s+(?:to\s+be|you\s+are)\b
-            |\bact\s+as\s+(?:an?\s+|the\s+)?(?:ai|assistant|chatbot|llm|system|administrator|admin|developer)\b
-            |\bnew\s+instructions\s*:""",
-    ),
-    _rule("as-an-ai", r"\bas\s+an?\s+(?:ai|a\.i\.|language\s+model|llm|chatbot|ai\s+assistant)\b"),
-    _rule(
-        "system-prompt",
-        r"""\bsystem\s+prompt\b|\bsystem\s+message\b|\bdeveloper\s+(?:message|mode)\b|\bjailbreak
-            |<\|?\s*(?:system|im_start|assistant)\b|\[\s*(?:system|inst)\s*\]""",
-    ),
-    _rule(
-        "addressed-to-agent",
-        rf"""\b(?:note|attention|message|instructions?)\s+(?:to|for)\s+(?:the\s+|any\s+|all\s+)?{_AGENT}\b
-            |\b(?:dear|hey|hello|hi)\s+{_AGENT}\b
-            |\b{_AGENT}\s+(?:reading|processing|summari[sz]ing|parsing)\s+this\b""",
-    ),
-    _rule(
-        "publish-to",
-        r"""\b(?:publish|post|send|upload|push|deploy|forward|submit|exfiltrate)\s+
-            (?:(?:this|it|that|these|them|all|everything|the|your|our)\s+)?(?:\w+\s+){0,2}?
-            (?:to|at|on)\s+(?:(?:the|this|our|my|a)\s+)?
-            (?:webhook|endpoint|url\b|site:|git:|https?:)""",
-    ),
-    _rule(
-        "approval-change",
-        r"""\bauto-?approv\w*
-            |\bapprove\s+(?:it|this|that|them|(?:the|this)\s+\w+)\s+
-             (?:automatically|immediately|now|right\s+away|without)\b
-            |\b(?:skip|bypass|override|circumvent)\s+(?:the\s+|any\s+|all\s+)?
-             (?:human\s+)?(?:review|approval|reviewer|approver)s?\b
-            |\bmark\s+(?:it|this|the\s+\w+)\s+as\s+(?:approved|reviewed|passed)\b""",
-    ),
-    _rule(
-        "tool-call",
-        r"""\b(?:call|invoke|use|trigger)\s+(?:the\s+|a\s+|your\s+)?\w*[_-]?(?:tool|function)\s*(?:call|named|\(|`|:)
-            |\b(?:call|invoke)\s+the\s+\w+\s+(?:tool|function)\b
-            |\b(?:tool|function)[_\s]call\b
-            |\b(?:run|execute)\s+(?:the\s+following|this)\s+(?:shell\s+)?(?:command|script|code)\b""",
-    ),
-    _rule(
-        "capability-change",
-        r"""\b(?:grant|give|expand|widen|extend|escalate|elevate|unlock|enable|add)\w*\s+(?:to\s+)?
-            (?:yourself|(?:the|this)\s+(?:ai|assistant|agent|model|llm|bot)(?:'s)?)\s+(?:\w+\s+){0,2}?
-            (?:capabilit\w*|permissions?|privileges?|access|tools?|rights)\b
-            |\b(?:sudo|superuser|root\s+(?:access|privileges?))\b
-            |\bcapabilit(?:y|ies)\s+(?:set|token|grant|list)\b""",
-    ),
-    _rule(
-        HIDDEN_CHARACTERS,
-        r"[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069]",
-        taints_source=False,
-    ),
+# Per rule, its parts, each with the sets of words it needs (one of each set; see
+# `roles.regex_gate`); a part runs only when every set has a member in the text.
+_PARTS: Final = tuple(tuple((part, required_all(part)) for part in rule.alternatives) for rule in RULES)
+_LITERALS: Final = tuple(
+    sorted({word for parts in _PARTS for _, sets in parts for found in sets for word in found})
 )
+_SNIPPET = 80
+_SMALL_CACHE = 4096
+
+
+def matchable(text: str) -> tuple[str, list[int]]:
+    """`text` as the rules read it, and where each of its characters came from in `text`.
+
+    Folded with `textfold.fold` (NFKC, casefold, invisible characters gone),
+    each letter from another script that looks like a Latin letter replaced
+    by that letter (its UTS #39 confusable skeleton, read back to ASCII), and
+    accents dropped. ``origin[i]`` is the index in `text` of folded character
+    ``i`` (plus one end entry), so a match is shown as it was written.
+    """
+    if text.isascii():
+        return text.lower(), list(range(len(text) + 1))
+    out: list[str] = []
+    origin: list[int] = []
+    for i, char in enumerate(text):
+        folded = _fold_char(char)
+        out.append(folded)
+        origin.extend([i] * len(folded))
+    origin.append(len(text))
+    return "".join(out), origin
+
+
+@lru_cache(maxsize=_SMALL_CACHE)
+def _fold_char(char: str) -> str:
+    folded = fold(char)
+    if folded.isascii():
+        return folded
+    shown: list[str] = []
+    for c in folded:
+        if not c.isascii():
+            look = skeleton(c)
+            latin = _latin_skeletons().get(look)
+            if latin is not None:
+                c = latin
+            else:
+                bare = "".join(x for x in unicodedata.normalize("NFD", c) if not unicodedata.combining(x))
+                c = bare or c
+        shown.append(c)
+    return "".join(shown)
+
+
+@lru_cache(maxsize=1)
+def _latin_skeletons() -> dict[str, str]:
+    """Skeleton → the ASCII letter or digit it stands for (``rn`` → ``m``, ``O`` → ``o``)."""
+    table: dict[str, str] = {}
+    for c in "abcdefghijklmnopqrstuvwxyz0123456789":
+        table.setdefault(skeleton(c), c)
+    return table
+
 
 _URL = re.compile(
-    r"""(?:\b(?:webhook|git|site):\S+|\b(?:https?|ftp)://\S+|\bwww\.[a-z0-9-]+\.[a-z]{2,}\S*)""",
-    re.IGNORECASE,
+    r"""(?:\b(?:webhook|git|site):\S+
+        |\b(?:https?|ftp|wss?|file|javascript|data|vbscript)://?\S+
+        |\b(?:javascript|data|vbscript):\S+
+        |\bwww\.[\w-]+\.[^\W\d_]{2,}\S*
+        |(?<![\w:/.])//[\w-]+(?:\.[\w-]+)+\S*
+        |\b[\w-]+(?:\.[\w-]+)*\.[^\W\d_]{2,}/\S*
+        |(?<=\]\()\s*<?[^)\s>]+
+        |\b(?:src|href)\s*=\s*["']?[^\s"'>]+)""",
+    re.IGNORECASE | re.VERBOSE,
 )
+# Changes whenever a rule or the URL pattern changes: an index built with other rules is rebuilt.
+RULES_VERSION: Final = hashlib.sha256(
+    "\n".join(
+        [*(f"{r.name}={r.pattern.pattern}={r.taints_source}" for r in RULES), _URL.pattern, "fold-1"]
+    ).encode()
+).hexdigest()[:16]
+_URL_MARKS: Final = (":", "/", "www.", "=", "](")
 _URL_TAIL = ".,;:!?)]}>\"'\u201d\u2019*_`"
-_ZERO_WIDTH = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff"))
-_SNIPPET = 80
+_ZERO_WIDTH = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
+_DOTS = str.maketrans({"\u3002": ".", "\uff0e": ".", "\uff61": "."})
 
 
 def assess(text: str, brief: str = "") -> list[str]:
@@ -122,22 +120,61 @@ def assess(text: str, brief: str = "") -> list[str]:
 
     URLs and destination URIs are reasons unless they also occur in `brief`.
     """
+    reasons, urls = assess_parts(text)
+    return reasons + url_reasons(urls, brief)
+
+
+def assess_parts(text: str) -> tuple[list[str], list[str]]:
+    """The brief-independent half of `assess()`: rule reasons, and every URL in `text`.
+
+    ``assess(t, b) == reasons + url_reasons(urls, b)``, so an index can store
+    these once per passage and finish the assessment for each brief.
+    """
     reasons: list[str] = []
-    plain = _plain(text)
-    for rule in RULES:
-        haystack = text if rule.name == HIDDEN_CHARACTERS else plain
-        found = rule.pattern.search(haystack)
+    folded, origin = matchable(text)
+    present = {word for word in _LITERALS if word in folded}
+    for rule, parts in zip(RULES, _PARTS, strict=True):
+        if rule.name == HIDDEN_CHARACTERS:
+            hidden = rule.pattern.search(text)
+            if hidden:
+                reasons.append(f"{rule.name}: {_snippet(hidden.group())}")
+            continue
+        found = _leftmost(folded, parts, present)
         if found:
-            reasons.append(f"{rule.name}: {_snippet(found.group())}")
-    reasons.extend(f"{FOREIGN_URL}: {_snippet(url)}" for url in foreign_urls(text, brief))
-    return reasons
+            written = text[origin[found.start()] : origin[found.end() - 1] + 1] if found.end() else ""
+            reasons.append(f"{rule.name}: {_snippet(written)}")
+    return reasons, foreign_urls(text)
+
+
+def _leftmost(
+    folded: str, parts: tuple[tuple[re.Pattern[str], list[frozenset[str]]], ...], present: set[str]
+) -> re.Match[str] | None:
+    """The match the whole rule pattern would find (leftmost, then the earliest part),
+    running only the parts whose required words occur in `folded` (`present`)."""
+    best: re.Match[str] | None = None
+    for part, needed in parts:
+        if any(found.isdisjoint(present) for found in needed):
+            continue
+        found = part.search(folded)
+        if found and (best is None or found.start() < best.start()):
+            best = found
+    return best
+
+
+def url_reasons(urls: list[str] | tuple[str, ...], brief: str = "") -> list[str]:
+    """`foreign-url` reasons for the URLs (from `assess_parts`) that `brief` does not mention."""
+    allowed = _plain(brief)
+    return [f"{FOREIGN_URL}: {_snippet(url)}" for url in urls if url not in allowed]
 
 
 def foreign_urls(text: str, brief: str = "") -> list[str]:
     """URLs and destination URIs in `text` that do not occur in `brief`, in order, once each."""
     allowed = _plain(brief)
     found: list[str] = []
-    for m in _URL.finditer(_plain(text)):
+    plain = _plain(text)
+    if not any(mark in plain for mark in _URL_MARKS):
+        return found  # every URL form needs one of these
+    for m in _URL.finditer(plain):
         url = m.group().rstrip(_URL_TAIL)
         if url and url not in allowed and url not in found:
             found.append(url)
@@ -161,7 +198,7 @@ def taints_source(reasons: list[str] | tuple[str, ...]) -> bool:
 
 def _plain(text: str) -> str:
     """Fold compatibility forms and drop zero-width characters, so spacing tricks do not hide words."""
-    return unicodedata.normalize("NFKC", text).translate(_ZERO_WIDTH)
+    return unicodedata.normalize("NFKC", text).translate(_ZERO_WIDTH).translate(_DOTS)
 
 
 def _snippet(matched: str) -> str:
@@ -172,3 +209,19 @@ def _snippet(matched: str) -> str:
     )
     flat = " ".join(shown.split())
     return flat if len(flat) <= _SNIPPET else flat[: _SNIPPET - 3] + "..."
+
+
+__all__ = [
+    "FOREIGN_URL",
+    "HIDDEN_CHARACTERS",
+    "RULES",
+    "RULES_VERSION",
+    "Rule",
+    "assess",
+    "assess_parts",
+    "foreign_urls",
+    "matchable",
+    "rule_of",
+    "taints_source",
+    "url_reasons",
+]

@@ -11,7 +11,8 @@ lines of a final ``## Sources`` list. Locations read ``paragraph N``,
 Rules (all errors unless noted): ``quote-not-verbatim``, ``source-changed``,
 ``source-missing``, ``source-outside-corpus``, ``duplicate-citation``,
 ``dangling-marker``, ``unused-citation``, ``uncited-paragraph``,
-``instruction-leak``, ``foreign-url``, ``reference-mismatch``,
+``instruction-leak``, ``foreign-url`` (a URL the brief does not name, or
+one that no cited source contains), ``reference-mismatch``,
 ``no-citations``, ``uncited-sentence`` and ``unsupported-sentence`` (a
 sentence of a cited paragraph that states something carries no marker, or
 its markers' quotes do not back it; located ``paragraph N sentence M``; see
@@ -24,7 +25,7 @@ Reads files (through `roles.corpus`); writes nothing.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
@@ -32,7 +33,7 @@ from typing import Final, Literal
 from orchestrator.errors import InvalidInput, NotFound
 from roles.artifacts import Citation, Finding, ReviewReport, SourceFile
 from roles.corpus import SourceOutsideCorpus, read_source, sentence_spans
-from roles.injection import FOREIGN_URL, HIDDEN_CHARACTERS, assess, rule_of
+from roles.injection import FOREIGN_URL, HIDDEN_CHARACTERS, assess, foreign_urls, rule_of
 from roles.sentences import claims, states_something, supports
 
 SOURCES_HEADING: Final = "Sources"
@@ -111,15 +112,29 @@ def review(
     brief: str,
     version_digest: str,
     suspicious_texts: Iterable[str] = (),
+    read: Callable[[str], SourceFile] | None = None,
 ) -> ReviewReport:
-    """Check one version; see the module docstring for the rules."""
+    """Check one version; see the module docstring for the rules.
+
+    `read` reads a cited source by its corpus path (default: `corpus.read_source`
+    on `corpus_root`; the role tools pass the corpus index's reader, which
+    answers from the index while the file is unchanged).
+    """
+    root = Path(corpus_root)
+    reader = read or (lambda source: read_source(root, source))
     blocks = parse_blocks(draft_markdown)
     flagged = [normalize(t) for t in suspicious_texts if t.strip()]
     findings: list[Finding] = []
     if not citations:
         findings.append(_error("no-citations", "draft", "the draft has no citations"))
-    findings += _check_citations(citations, blocks, Path(corpus_root), brief, flagged)
+    loaded: dict[str, SourceFile | Finding] = {}
+    for citation in citations:
+        if citation.source not in loaded:
+            loaded[citation.source] = _load(reader, citation.source)
+    findings += _check_citations(citations, blocks, loaded, brief, flagged)
     findings += _check_blocks(blocks, citations, brief, flagged)
+    cited = [f.text for f in loaded.values() if isinstance(f, SourceFile)]
+    findings += [f for b in blocks for f in _uncited_urls(b, brief, cited)]
     has_error = any(f.severity == "error" for f in findings)
     return ReviewReport(
         verdict="changes_requested" if has_error else "pass",
@@ -130,10 +145,13 @@ def review(
 
 
 def _check_citations(
-    citations: Sequence[Citation], blocks: list[Block], root: Path, brief: str, flagged: list[str]
+    citations: Sequence[Citation],
+    blocks: list[Block],
+    cache: dict[str, SourceFile | Finding],
+    brief: str,
+    flagged: list[str],
 ) -> list[Finding]:
     findings: list[Finding] = []
-    cache: dict[str, SourceFile | Finding] = {}
     paragraphs = [b for b in blocks if b.kind == "paragraph"]
     seen: set[str] = set()
     for citation in citations:
@@ -141,8 +159,6 @@ def _check_citations(
         if citation.marker in seen:
             findings.append(_error("duplicate-citation", where, f"marker {citation.marker} is cited twice"))
         seen.add(citation.marker)
-        if citation.source not in cache:
-            cache[citation.source] = _load(root, citation.source)
         loaded = cache[citation.source]
         if isinstance(loaded, Finding):
             findings.append(loaded.model_copy(update={"location": where}))
@@ -246,9 +262,20 @@ def _text_findings(text: str, brief: str, location: str) -> list[Finding]:
     return findings
 
 
-def _load(root: Path, source: str) -> SourceFile | Finding:
+def _uncited_urls(block: Block, brief: str, cited_texts: list[str]) -> list[Finding]:
+    """URLs the brief allows but no cited source contains (those the brief does not
+    allow are already `foreign-url` findings of `_text_findings`)."""
+    not_in_brief = set(foreign_urls(block.text, brief))
+    return [
+        _error(FOREIGN_URL, block.location, f"the URL {url[:80]} is not from a cited source")
+        for url in foreign_urls(block.text)
+        if url not in not_in_brief and not any(url in text for text in cited_texts)
+    ]
+
+
+def _load(read: Callable[[str], SourceFile], source: str) -> SourceFile | Finding:
     try:
-        return read_source(root, source)
+        return read(source)
     except SourceOutsideCorpus:
         return _error("source-outside-corpus", "", f"{source!r} is not a path inside the corpus")
     except NotFound:

@@ -9,6 +9,8 @@ obeyed). Drafts and review reports are stored as content-addressed artifacts.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +23,9 @@ from orchestrator.harness.digests import text_digest
 from orchestrator.harness.spec import Risk, ToolContext, ToolSpec
 from orchestrator.store.db import unit_of_work
 from orchestrator.store.tables import ArtifactRow
-from roles.artifacts import Artifact, Draft, Evidence, Finding
+from roles.artifacts import Artifact, Draft, Evidence, Finding, SourceFile
 from roles.corpus import load_corpus, read_source
+from roles.index import CorpusIndexes
 from roles.injection import assess
 from roles.ranking import collect_evidence
 from roles.reviewing import review
@@ -87,22 +90,40 @@ def load_artifact(session: Session, digest: str) -> dict[str, Any]:
 
 
 class RoleTools:
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
+    """The tools over one database; with `indexes`, research and review go through the
+    shared corpus index, otherwise every call reads the corpus folder afresh."""
 
-    def _saga(self, saga_id: str) -> tuple[str, Path]:
+    def __init__(
+        self, engine: Engine, indexes: CorpusIndexes | None = None, link_hosts: frozenset[str] = frozenset()
+    ) -> None:
+        self.engine = engine
+        self.indexes = indexes
+        self.link_hosts = link_hosts
+
+    def _saga(self, saga_id: str) -> tuple[str, Path, datetime]:
         with Session(self.engine) as s:
             saga = records.load_saga(s, saga_id)
-            return saga.brief, Path(saga.corpus)
+            return saga.brief, Path(saga.corpus), saga.created_at
+
+    def _reader(self, root: Path) -> Callable[[str], SourceFile]:
+        if self.indexes is None:
+            return lambda source: read_source(root, source)
+        return self.indexes.for_corpus(root).source
 
     def search(self, ctx: ToolContext, args: SearchArgs) -> dict[str, Any]:
-        brief, root = self._saga(args.saga_id)
-        evidence = collect_evidence(args.query or brief, load_corpus(root), limit=args.limit)
+        brief, root, submitted = self._saga(args.saga_id)
+        query = args.query or brief
+        if self.indexes is None:
+            evidence = collect_evidence(query, load_corpus(root), limit=args.limit)
+        else:
+            index = self.indexes.for_corpus(root)
+            index.refresh_unless_since(submitted)  # changes made before the saga was submitted
+            evidence = index.evidence(query, limit=args.limit)
         return evidence.model_dump(mode="json")
 
     def read(self, ctx: ToolContext, args: ReadArgs) -> dict[str, Any]:
-        brief, root = self._saga(args.saga_id)
-        source = read_source(root, args.source)
+        brief, root, _ = self._saga(args.saga_id)
+        source = self._reader(root)(args.source)
         reasons = assess(source.text, brief)
         return {
             "source": source.path,
@@ -128,7 +149,9 @@ class RoleTools:
             previous = None
             if head is not None and (findings or args.note):
                 previous = Draft(title=head.title, markdown=head.markdown, citations=tuple(head.citations))
-            draft = write_draft(saga.brief, evidence, findings=findings or None, previous=previous)
+            draft = write_draft(
+                saga.brief, evidence, findings=findings or None, previous=previous, link_hosts=self.link_hosts
+            )
             digest = store_artifact(s, saga.id, "draft", draft)
         return {
             "draft_digest": digest,
@@ -153,6 +176,7 @@ class RoleTools:
                 [_citation(c) for c in version.citations],
                 corpus_root=Path(saga.corpus),
                 brief=saga.brief,
+                read=self._reader(Path(saga.corpus)),
                 version_digest=version.digest,
                 suspicious_texts=suspicious,
             )
@@ -218,8 +242,10 @@ def _citation(c: dict[str, Any]) -> Any:
     return Citation.model_validate(c)
 
 
-def role_tools(engine: Engine) -> list[ToolSpec]:
-    return RoleTools(engine).specs()
+def role_tools(
+    engine: Engine, indexes: CorpusIndexes | None = None, link_hosts: frozenset[str] = frozenset()
+) -> list[ToolSpec]:
+    return RoleTools(engine, indexes, link_hosts).specs()
 
 
 __all__ = [

@@ -9,6 +9,13 @@ sentence (and the best from a second source when there is enough evidence),
 then one ``##`` section per source for up to three sources, each with
 paragraphs of one to three sentences in source order.
 
+Context is kept: a sentence that opens with a reference to an earlier one
+("It", "They", "This", "Before that" …) is quoted together with the
+sentence before it in its passage, or not at all when it opens the
+passage. No section heading repeats the title (a neutral ``Source N``
+instead), and the sections follow the order in which the brief names what
+they are about (the first brief term that tells the sources apart).
+
 A revision passes the reviewer's findings and the previous draft: a finding on
 a citation or paragraph drops the quotes it names, a changed source drops that
 source at the digest that was cited, a missing source drops the source. When
@@ -28,6 +35,7 @@ from pathlib import PurePosixPath
 from typing import Final
 
 from orchestrator.errors import InvalidInput
+from orchestrator.harness.links import LinkPolicy, foreign_links
 from roles.artifacts import Citation, Draft, Evidence, Finding, Passage
 from roles.corpus import sentence_spans
 from roles.injection import assess, foreign_urls
@@ -56,7 +64,8 @@ FALLBACK_TITLE: Final = "Research Notes"
 _LIST_PREFIX = re.compile(r"(?:[-*+]\s+|\d{1,3}[.)]\s+|>\s*)+")
 _ENDS_SENTENCE = re.compile(r"[.!?][\"'\u201d\u2019)\]]*$")
 _ITEM_START = re.compile(r"\n(?=[ \t]*(?:[-*+]\s|\d{1,3}[.)]\s|>))")
-_UNSAFE = re.compile(r"\[\d+\]|`|\||\n\s*(?:[-*+>#|]\s|\d{1,3}[.)]\s)|^#")
+# Markers, code, tables, list or heading starts, and any markdown link, image or reference definition.
+_UNSAFE = re.compile(r"\[\d+\]|`|\||\n\s*(?:[-*+>#|]\s|\d{1,3}[.)]\s)|^#|!\[|\]\(|\]:|<[a-z/!]")
 _TITLE_WORD = re.compile(r"[^\W_][\w'\u2019-]*")
 _CITED_LOCATION = re.compile(r"citation (\[[1-9][0-9]*\])")
 _LEADING_WORDS = frozenset(
@@ -65,6 +74,17 @@ _LEADING_WORDS = frozenset(
     "overview note notes of on about for".split()
 )
 _PRONOUNS = frozenset("it its this these those they their them he his she her hers such".split())
+_OPENING_MARKS = "\"'\u201c\u2018(*_ "
+_REFERENCE = re.compile(
+    r"""(?:it|its|this|these|those|they|their|theirs|them|he|him|his|she|her|hers|such|both|that|then
+        |thereafter|thereby|thus|hence|therefore|however|moreover|furthermore|meanwhile|afterwards?|later
+        |also|instead|nevertheless|nonetheless|still|otherwise|likewise|similarly|besides|yet|here
+        |the\s+(?:latter|former|same|next|following|other)|another|each|either|neither
+        |before\s+(?:that|then|this)|after\s+(?:that|this|then)|by\s+then|since\s+then|until\s+then
+        |at\s+(?:that|the\s+same)\s+time|in\s+(?:that|this|the\s+same)\s+(?:year|period|time|decade|way|case)
+        |as\s+a\s+result|in\s+addition|even\s+so|in\s+turn)\b""",
+    re.IGNORECASE | re.VERBOSE,
+)
 _SMALL_WORDS = frozenset("a an the and or but of in on for to at by with from as".split())
 
 
@@ -102,13 +122,16 @@ def write_draft(
     *,
     findings: Sequence[Finding] | None = None,
     previous: Draft | None = None,
+    link_hosts: frozenset[str] = frozenset(),
 ) -> Draft:
     """Write (or, with `findings` and `previous`, revise) a draft from the evidence.
 
+    A sentence carrying a link or URL to a host outside `link_hosts`
+    (`PRESSROOM_LINK_HOSTS`) is never quoted, even when the brief names it.
     Raises `NothingToWrite` when no sentence can be cited. Same inputs, same draft.
     """
     exclusions = _exclusions(findings or (), previous)
-    sentences = _candidates(brief, evidence, exclusions)
+    sentences = _candidates(brief, evidence, exclusions, LinkPolicy(link_hosts))
     if not sentences:
         reason = "the review findings excluded every usable sentence" if findings else "no usable evidence"
         raise NothingToWrite(
@@ -118,7 +141,7 @@ def write_draft(
             suspicious=len(evidence.suspicious),
         )
     title = title_from_brief(brief)
-    lede, sections = _plan(sentences)
+    lede, sections = _plan(sentences, brief, title)
     return _render(title, lede, sections)
 
 
@@ -179,7 +202,7 @@ def _exclusions(findings: Sequence[Finding], previous: Draft | None) -> _Exclusi
     return excluded
 
 
-def _candidates(brief: str, evidence: Evidence, excluded: _Exclusions) -> list[_Sentence]:
+def _candidates(brief: str, evidence: Evidence, excluded: _Exclusions, links: LinkPolicy) -> list[_Sentence]:
     """Every quotable sentence of the usable passages, scored against the brief."""
     flagged = [normalize(p.text) for p in evidence.suspicious]
     leaks = leak_fragments(flagged)
@@ -188,12 +211,14 @@ def _candidates(brief: str, evidence: Evidence, excluded: _Exclusions) -> list[_
     for rank, passage in enumerate(evidence.passages):
         if passage.suspicious or passage.reasons or excluded.drops(passage) or assess(passage.source):
             continue
-        for start, end in _item_sentences(passage.text):
-            prefix = _LIST_PREFIX.match(passage.text, start, end)
-            start = prefix.end() if prefix else start
+        for start, end in _with_context(passage.text):
             quote = passage.text[start:end]
             plain = normalize(quote)
-            if plain in seen or (passage.source, plain) in excluded.quotes or not _quotable(quote, brief):
+            if (
+                plain in seen
+                or (passage.source, plain) in excluded.quotes
+                or not _quotable(quote, brief, links)
+            ):
                 continue
             if any(plain in text for text in flagged) or any(leak in plain for leak in leaks):
                 continue
@@ -206,24 +231,52 @@ def _candidates(brief: str, evidence: Evidence, excluded: _Exclusions) -> list[_
     ]
 
 
+def _with_context(text: str) -> list[tuple[int, int]]:
+    """Quotable spans of a passage: its sentences, except that a sentence opening with a
+    reference to what came before ("It", "They", "Before that" …) is joined to the sentence
+    before it, and dropped when it opens the passage or the joined quote would be too long."""
+    spans: list[tuple[int, int]] = []
+    for start, end in _item_sentences(text):
+        prefix = _LIST_PREFIX.match(text, start, end)
+        start = prefix.end() if prefix else start
+        if not opens_with_reference(text[start:end]):
+            spans.append((start, end))
+            continue
+        last = spans[-1] if spans else None
+        if last is not None and last[1] > last[0] and end - last[0] <= MAX_SENTENCE_CHARS:
+            spans[-1] = (last[0], end)
+        else:
+            spans.append((start, start))  # dropped: nothing after it may join across it
+    return [(s, e) for s, e in spans if e > s]
+
+
+def opens_with_reference(sentence: str) -> bool:
+    """Whether a sentence opens with a word or phrase whose referent is in an earlier sentence."""
+    return _REFERENCE.match(sentence.lstrip(_OPENING_MARKS)) is not None
+
+
 def _item_sentences(text: str) -> list[tuple[int, int]]:
     """Sentences, where each list item or quoted line starts afresh."""
     cuts = [0, *(m.end() for m in _ITEM_START.finditer(text)), len(text)]
     return [span for a, b in pairwise(cuts) for span in sentence_spans(text, a, b)]
 
 
-def _quotable(quote: str, brief: str) -> bool:
+def _quotable(quote: str, brief: str, links: LinkPolicy) -> bool:
     return (
         len(quote.split()) >= MIN_WORDS
         and len(quote) <= MAX_SENTENCE_CHARS
         and _ENDS_SENTENCE.search(quote) is not None
         and _UNSAFE.search(quote) is None
         and not assess(quote, brief)
+        and not foreign_links(quote, links)
     )
 
 
-def _plan(sentences: list[_Sentence]) -> tuple[list[_Sentence], list[tuple[str, list[_Sentence]]]]:
-    """The lede sentences and, per source (best ranked first), the section's sentences."""
+def _plan(
+    sentences: list[_Sentence], brief: str, title: str
+) -> tuple[list[_Sentence], list[tuple[str, list[_Sentence]]]]:
+    """The lede sentences and, per source, the section's sentences: the best-ranked sources,
+    in the order the brief names what they are about."""
     ordered = sorted(sentences, key=_Sentence.key)
     # The lede is read without its context: prefer sentences that do not open with a pronoun.
     standalone = [s for s in ordered if s.quote.split(maxsplit=1)[0].casefold() not in _PRONOUNS] or ordered
@@ -233,22 +286,45 @@ def _plan(sentences: list[_Sentence]) -> tuple[list[_Sentence], list[tuple[str, 
         lede.append(next((s for s in others if s.source != lede[0].source), others[0]))
     rest = [s for s in ordered if s not in lede]
     sources = sorted({s.source for s in rest}, key=lambda src: min(s.rank for s in rest if s.source == src))
+    picked = sources[:MAX_SECTIONS]
+    order = _term_order(brief, {src: [s.quote for s in rest if s.source == src] for src in picked})
     sections: list[tuple[str, list[_Sentence]]] = []
-    for source in sources[:MAX_SECTIONS]:
+    for source in sorted(picked, key=lambda src: (order[src], picked.index(src))):
         own = [s for s in rest if s.source == source]
         chosen = own[:SENTENCES_PER_PARAGRAPH]
         chosen += [s for s in own[SENTENCES_PER_PARAGRAPH:] if s.matched]
         chosen = chosen[:MAX_SENTENCES_PER_SECTION]
-        sections.append((_heading(source, len(sections) + 1), sorted(chosen, key=lambda s: s.offset)))
+        sections.append((_heading(source, len(sections) + 1, title), sorted(chosen, key=lambda s: s.offset)))
     return lede, sections
 
 
-def _heading(source: str, number: int) -> str:
-    """A section heading from the file name; a neutral one when the name will not do."""
+def _term_order(brief: str, texts: dict[str, list[str]]) -> dict[str, int]:
+    """Per source, the position in the brief of the first term that sets it apart (a term
+    some of the sources match but not all); sources no such term names come last."""
+    terms = query_terms(brief)
+    names = list(texts)
+    joined = [" ".join(texts[name]) for name in names]
+    order = dict.fromkeys(names, len(terms))
+    for position, term in enumerate(terms):
+        matched = {names[i] for i, _ in score_texts(term, joined)}
+        if 0 < len(matched) < len(names):
+            for name in matched:
+                order[name] = min(order[name], position)
+    return order
+
+
+def _heading(source: str, number: int, title: str = "") -> str:
+    """A section heading from the file name; a neutral one when the name will not do
+    (it would read as an instruction, or repeat the title or the Sources heading)."""
     words = re.split(r"[\s_.-]+", PurePosixPath(source).stem)
     heading = _title_case([w for w in words if w])
-    usable = heading and heading.casefold() != SOURCES_HEADING.casefold() and not assess(heading)
+    repeats = {_words(SOURCES_HEADING), _words(title)}
+    usable = heading and _words(heading) not in repeats and not assess(heading)
     return heading if usable else f"Source {number}"
+
+
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(w.casefold() for w in _TITLE_WORD.findall(text))
 
 
 def _paragraphs(sentences: list[_Sentence]) -> list[list[_Sentence]]:

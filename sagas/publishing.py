@@ -20,6 +20,7 @@ from sqlmodel import Session, col, select
 
 from orchestrator.errors import InvalidInput, Refused
 from orchestrator.harness.digests import business_key
+from orchestrator.harness.links import LinkPolicy, describe, foreign_links
 from orchestrator.harness.spec import ProbeAnswer, Risk, ToolContext, ToolResult, ToolSpec, ToolStatus
 from orchestrator.store.db import UnitOfWork
 from orchestrator.store.tables import ApprovalRow, SagaRow, StepRow, VersionRow, utcnow
@@ -67,10 +68,17 @@ def publish_key(args: PublishArgs | CompensateArgs) -> str:
 class PublishingTools:
     """Builds the specs; holds how to open a destination and reach the database."""
 
-    def __init__(self, engine: Any, open_destination: Any, roots: Sequence[Path] = ()) -> None:
+    def __init__(
+        self,
+        engine: Any,
+        open_destination: Any,
+        roots: Sequence[Path] = (),
+        link_hosts: frozenset[str] = frozenset(),
+    ) -> None:
         self.engine = engine
         self.open_destination = open_destination
         self.roots = tuple(roots)
+        self.links = LinkPolicy(link_hosts)
 
     def specs(self) -> list[ToolSpec]:
         return [
@@ -115,6 +123,11 @@ class PublishingTools:
             saga, version = _saga_and_version(s, args)
             if saga.state not in (SagaState.APPROVED, SagaState.EXECUTING):
                 raise Refused(f"saga {saga.id} is {saga.state}; publishing needs approved or executing")
+            if foreign := foreign_links(version.markdown, self.links):
+                # Nothing leaves for any destination: not a link or image outside PRESSROOM_LINK_HOSTS.
+                raise Refused(
+                    f"version {version.number} links outside PRESSROOM_LINK_HOSTS: {describe(foreign)}"
+                )
             published = PublishedVersion(
                 saga_id=saga.id,
                 version=version.number,

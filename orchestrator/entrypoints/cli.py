@@ -251,6 +251,10 @@ from orchestrator.entrypoints import cli_people  # noqa: E402  (users, whoami)
 
 cli_people.register(cli, pass_ctx, emit)
 
+from orchestrator.entrypoints import indexing  # noqa: E402  (registers index)
+
+indexing.register(cli, pass_ctx, emit)
+
 
 def _error(message: str) -> None:
     """One line on stderr, never wrapped: scripts grep it."""

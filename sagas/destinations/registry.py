@@ -19,7 +19,7 @@ import os
 import unicodedata
 from importlib import import_module
 from pathlib import PurePosixPath
-from typing import ClassVar, Protocol, cast
+from typing import Any, ClassVar, Protocol, cast
 
 from orchestrator.errors import InvalidInput
 from sagas.destinations.base import Destination
@@ -105,13 +105,17 @@ def normalise_destination(uri: str, *, allow_memory: bool = False) -> str:
     return f"{scheme}:{path}"
 
 
-def open_destination(uri: str, *, timeout: float) -> Destination:
-    """The adapter for `uri`; `timeout` bounds each call that can hang (seconds)."""
+def open_destination(uri: str, *, timeout: float, link_hosts: frozenset[str] = frozenset()) -> Destination:
+    """The adapter for `uri`; `timeout` bounds each call that can hang (seconds);
+    `link_hosts` are the hosts a rendered `site:` page may link to."""
     if timeout <= 0:
         raise InvalidInput(f"destination timeout must be positive, got {timeout}", uri=uri)
     scheme, target = parse_destination(uri)
     kind = _kind(scheme)
     assert kind is not None  # parse_destination refused unknown schemes
+    if scheme == "site":
+        site: Any = kind
+        return cast(Destination, site.open(target, uri=uri, timeout=timeout, link_hosts=link_hosts))
     return kind.open(target, uri=uri, timeout=timeout)
 
 

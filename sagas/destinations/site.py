@@ -5,7 +5,8 @@
   the version digest), `<slug>.html` (rendered by `site_render`: raw HTML
   escaped, citation markers linked to the Sources footnotes), `index.html`
   (every page this destination lists, rewritten on publish and compensation)
-  and, once, `style.css`. Each write goes to a temp
+  and, once, `style.css`; the page is sanitised by `sanitise.sanitise_html`
+  as a last line. Each write goes to a temp
   file in the same folder, is fsynced, then `os.replace`d.
 - Idempotency: a receipt per key, `PATH/.pressroom/receipts/<key>.json`,
   written last. A key with a receipt answers with it and writes nothing.
@@ -52,9 +53,12 @@ class SiteDestination:
 
     form: ClassVar[str] = "site:PATH"
 
-    def __init__(self, folder: Path | str, *, uri: str | None = None) -> None:
+    def __init__(
+        self, folder: Path | str, *, uri: str | None = None, link_hosts: frozenset[str] = frozenset()
+    ) -> None:
         self.folder = Path(folder).expanduser()
         self.uri = uri or f"site:{folder}"
+        self.link_hosts = link_hosts
         self._meta = self.folder / ".pressroom"
 
     @classmethod
@@ -63,9 +67,11 @@ class SiteDestination:
             raise InvalidInput("site: needs a folder path, as in site:PATH", target=target)
 
     @classmethod
-    def open(cls, target: str, *, uri: str, timeout: float) -> SiteDestination:
+    def open(
+        cls, target: str, *, uri: str, timeout: float, link_hosts: frozenset[str] = frozenset()
+    ) -> SiteDestination:
         cls.check_target(target)
-        return cls(target, uri=uri)
+        return cls(target, uri=uri, link_hosts=link_hosts)
 
     # -- the port -----------------------------------------------------------
 
@@ -200,7 +206,8 @@ class SiteDestination:
     def _apply(self, key: str, slug: str, sha: str, data: bytes, title: str) -> dict[str, Any]:
         md_path, html_path = self._page_paths(slug)
         atomic_write(md_path, data)
-        atomic_write(html_path, render_page(title, data.decode("utf-8")).encode("utf-8"))
+        page = render_page(title, data.decode("utf-8"), self.link_hosts)
+        atomic_write(html_path, page.encode("utf-8"))
         pages = self._pages()
         pages[slug] = title
         self._write_pages(pages)

@@ -18,6 +18,8 @@ from functools import cache
 from importlib.resources import files
 from typing import TYPE_CHECKING, Final
 
+from orchestrator.harness.links import LinkPolicy
+
 if TYPE_CHECKING:  # loaded on first render: opening the registry stays light
     from jinja2 import Environment
     from markdown_it import MarkdownIt
@@ -52,12 +54,16 @@ def _markdown() -> MarkdownIt:
     return md
 
 
-def render_page(title: str, markdown: str) -> str:
-    """The HTML page for one version, with linked citation markers and footnotes."""
+def render_page(title: str, markdown: str, link_hosts: frozenset[str] = frozenset()) -> str:
+    """The HTML page for one version, with linked citation markers and footnotes;
+    no link or image outside `link_hosts` survives the sanitiser."""
     from markupsafe import Markup
 
-    # Safe to mark: markdown-it escaped all raw HTML and text; the anchors above are built from digits.
-    body = Markup(_markdown().render(markdown))
+    from sagas.destinations.sanitise import sanitise_html
+
+    # Safe to mark: markdown-it escaped all raw HTML and text, the anchors above are built
+    # from digits, and nh3 keeps only CommonMark's tags and allowed targets.
+    body = Markup(sanitise_html(_markdown().render(markdown), LinkPolicy(link_hosts)))
     return _templates().get_template("page.html").render(title=title, body=body, stylesheet=STYLESHEET_NAME)
 
 

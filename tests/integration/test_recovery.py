@@ -73,7 +73,10 @@ def test_worker_sigkilled_mid_task_is_recovered_by_lease(procs, pg_url: str, red
     p.relay()
     worker = p.worker("worker-1")
     corpus = big_corpus(tmp_path / "big")
-    sid = cli_json(env, "submit", "--brief", "library network branch volunteers", "--corpus", str(corpus),
+    # The submitting process keeps its corpus index elsewhere (another host, say): the
+    # worker's research builds its own index of 1,500 files, so the kill lands mid-task.
+    submitter = {**env, "PRESSROOM_INDEX_DIR": str(tmp_path / "submitter-index")}
+    sid = cli_json(submitter, "submit", "--brief", "library network branch volunteers", "--corpus", str(corpus),
                    "--dest", f"site:{tmp_path / 'site'}")["saga_id"]
     # Kill the worker as soon as it holds the research lease.
     wait_until(lambda: any(w.holder for w in _work(pg_url, sid, "research")), timeout=60, every=0.05,

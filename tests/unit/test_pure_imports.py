@@ -28,6 +28,9 @@ PURE = [
     "roles.injection",
     "roles.sentences",
     "orchestrator.entrypoints.outcome",
+    "roles.injection_rules",
+    "roles.regex_gate",
+    "orchestrator.harness.links",
 ]
 FORBIDDEN = ["sqlalchemy", "sqlmodel", "psycopg", "celery", "kombu", "redis", "httpx", "opentelemetry.sdk", "sqlite3"]
 

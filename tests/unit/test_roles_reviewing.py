@@ -202,17 +202,19 @@ def test_quoting_a_suspicious_passage_is_a_leak_even_when_it_reads_plainly(corpu
     assert ("instruction-leak", "citation [1]") in _rules(report)
 
 
-def test_urls_must_come_from_the_brief(corpus: Path) -> None:
+def test_urls_must_come_from_the_brief_and_from_a_cited_source(corpus: Path) -> None:
     _, draft = _pipeline(corpus)
     markdown = draft.markdown.replace("\n\n## ", " More at https://millbrook.example.org/history.\n\n## ", 1)
 
     foreign = _review(corpus, markdown, draft.citations)
-    allowed = _review(
+    named = _review(
         corpus, markdown, draft.citations, brief=BRIEF + " Link https://millbrook.example.org/history."
     )
 
     assert ("foreign-url", "paragraph 1") in _rules(foreign)
-    assert all(f.rule != "foreign-url" for f in allowed.findings)
+    # The brief names it, but no cited source contains it: still flagged.
+    assert ("foreign-url", "paragraph 1") in _rules(named)
+    assert any("not from a cited source" in f.message for f in named.findings)
 
 
 def test_headings_are_checked_for_instructions_too(corpus: Path) -> None:

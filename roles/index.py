@@ -1,0 +1,327 @@
+"""The persistent, incremental corpus index that research and review share.
+
+One SQLite file per corpus folder (see `roles.index_file`), in the index
+folder (`PRESSROOM_INDEX_DIR`, by default beside the SQLite database). Every
+saga on that corpus, in any process, uses the same file.
+
+- `CorpusIndex.refresh()` walks the corpus and stats every candidate file. A
+  file whose stat signature (size, mtime, ctime, inode) is the one recorded
+  is not read. Any other file is read through the `Reader`; when its sha256
+  is the recorded one only the signature is updated, otherwise its passages
+  are replaced (cut and assessed exactly as `collect_evidence()` does).
+  Files gone from the folder lose their passages. The report says which
+  files were added, changed and removed.
+- `CorpusIndex.evidence()` answers what `ranking.collect_evidence()` answers
+  for the same files: the same suspicious passages with the same reasons,
+  and the same ranked passages with the same BM25 scores (the FTS5 table
+  holds exactly the passages that no brief can flag; a brief that names a
+  URL found in the corpus ranks its passages in a per-call index built from
+  the stored passages, still without reading a file).
+- `CorpusIndex.source()` is `corpus.read_source()` through the index: the
+  same path checks, then the stored text and digest while the file's
+  signature is unchanged, or a fresh read that also updates the index.
+
+The `Reader` is the only thing here that reads file contents.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Final, Protocol
+
+from orchestrator.errors import InvalidInput
+from roles import index_file as store
+from roles.artifacts import Evidence, Passage, SkippedFile, SourceFile
+from roles.corpus import (
+    MAX_PASSAGE_CHARS,
+    SUFFIXES,
+    Unusable,
+    check_source_path,
+    existing_root,
+    read_file,
+    split_passages,
+)
+from roles.injection import RULES_VERSION, assess_parts, taints_source, url_reasons
+from roles.ranking import DEFAULT_LIMIT, TAINTED_SOURCE, match_query, query_terms, rank
+
+ANALYZER: Final = f"2;{store.TOKENIZER};{MAX_PASSAGE_CHARS};{RULES_VERSION}"
+MAX_FILES: Final = 1_000_000
+MAX_FILE_BYTES: Final = 1_000_000
+
+
+class Reader(Protocol):
+    """Reads one candidate file of the corpus at `base`; raises `corpus.Unusable`."""
+
+    def __call__(self, base: Path, path: Path, rel: str) -> SourceFile: ...
+
+
+def read_from_disk(base: Path, path: Path, rel: str) -> SourceFile:
+    return read_file(base, path, rel, MAX_FILE_BYTES)
+
+
+@dataclass(frozen=True)
+class Refresh:
+    """What one refresh did. `unchanged` counts files the index already held as they are."""
+
+    corpus: str
+    added: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    unchanged: int = 0
+    skipped: tuple[SkippedFile, ...] = ()
+    files_read: int = 0
+    started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+    def summary(self) -> dict[str, object]:
+        return {
+            "corpus": self.corpus,
+            "added": list(self.added),
+            "changed": list(self.changed),
+            "removed": list(self.removed),
+            "unchanged": self.unchanged,
+            "skipped": [s.model_dump() for s in self.skipped],
+            "files_read": self.files_read,
+        }
+
+
+class CorpusIndexes:
+    """The index folder: one `CorpusIndex` per corpus folder, all with the same reader."""
+
+    def __init__(self, folder: Path, *, reader: Reader = read_from_disk, max_files: int = MAX_FILES) -> None:
+        self.folder = Path(folder)
+        self.reader = reader
+        self.max_files = max_files
+
+    def for_corpus(self, root: Path | str) -> CorpusIndex:
+        base = existing_root(Path(root))
+        name = hashlib.sha256(str(base).encode("utf-8")).hexdigest()[:32]
+        return CorpusIndex(base, self.folder / f"{name}.sqlite", self.reader, self.max_files)
+
+
+class CorpusIndex:
+    """The index of one corpus folder."""
+
+    def __init__(self, base: Path, file: Path, reader: Reader, max_files: int) -> None:
+        self.base = base
+        self.file = file
+        self.reader = reader
+        self.max_files = max_files
+
+    @contextmanager
+    def _db(self) -> Iterator[sqlite3.Connection]:
+        try:
+            with store.opened(self.file) as db:
+                yield db
+        except sqlite3.DatabaseError as error:
+            raise InvalidInput(f"the corpus index {self.file} cannot be used: {error}") from None
+
+    # -- refreshing ----------------------------------------------------------------------
+
+    def refresh(self) -> Refresh:
+        """Bring the index up to date with the folder; see the module docstring."""
+        started = datetime.now(UTC)
+        found = _walk(self.base)
+        limited: SkippedFile | None = None
+        if len(found) > self.max_files:
+            rel = found[self.max_files][0]
+            limited = SkippedFile(path=rel, reason=f"file limit of {self.max_files} reached; not read")
+            found = found[: self.max_files]
+        added: list[str] = []
+        changed: list[str] = []
+        unchanged = reads = 0
+        with self._db() as db, store.writing(db):
+            if store.get_meta(db, "analyzer") != ANALYZER:
+                store.clear(db)
+                store.set_meta(db, "analyzer", ANALYZER)
+            known = store.stored_signatures(db)
+            for rel, path, signature in found:
+                was_known = rel in known
+                recorded = known.pop(rel, None)
+                if was_known and signature is not None and recorded == signature:
+                    unchanged += 1
+                    continue
+                reads += 1
+                held = store.stored_file(db, rel) if was_known else None
+                before = held[0] if held else None
+                outcome = self._index_file(db, rel, Path(path), signature, before)
+                if outcome == "unchanged":
+                    unchanged += 1
+                else:
+                    (added if before is None else changed).append(rel)
+            for rel in known:
+                store.remove_file(db, rel)
+            store.set_meta(db, "refreshed_at", started.isoformat())
+            _, skipped = store.read_counts(db)
+        skipped_files = [SkippedFile(path=p, reason=r) for p, r in skipped]
+        if limited is not None:
+            skipped_files.append(limited)
+        return Refresh(
+            corpus=str(self.base),
+            added=tuple(added),
+            changed=tuple(changed),
+            removed=tuple(sorted(known)),
+            unchanged=unchanged,
+            skipped=tuple(skipped_files),
+            files_read=reads,
+            started_at=started,
+        )
+
+    def refresh_unless_since(self, moment: datetime) -> Refresh | None:
+        """Refresh, unless a walk that began at or after `moment` already did."""
+        with self._db() as db:
+            last = store.get_meta(db, "refreshed_at")
+            analyzer = store.get_meta(db, "analyzer")
+        if last is not None and analyzer == ANALYZER and datetime.fromisoformat(last) >= moment:
+            return None
+        return self.refresh()
+
+    def _index_file(
+        self,
+        db: sqlite3.Connection,
+        rel: str,
+        path: Path,
+        signature: store.Signature | None,
+        before: store.StoredFile | None,
+    ) -> str:
+        try:
+            file = self.reader(self.base, path, rel)
+        except Unusable as why:
+            if before is not None and before.skipped == str(why):
+                store.set_signature(db, rel, signature)
+                return "unchanged"
+            store.put_skipped(db, rel, signature, str(why))
+            return "indexed"
+        if before is not None and before.skipped is None and before.digest == file.digest:
+            store.set_signature(db, rel, signature)
+            return "unchanged"
+        passages, tainted = assessed_passages(file)
+        store.put_file(db, rel, signature, file.digest, file.text, passages, tainted)
+        return "indexed"
+
+    # -- answering -----------------------------------------------------------------------
+
+    def evidence(self, brief: str, *, limit: int = DEFAULT_LIMIT) -> Evidence:
+        """`collect_evidence(brief, load_corpus(root), limit=limit)`, from the index."""
+        with self._db() as db:
+            files_read, skipped = store.read_counts(db)
+            suspicious: list[Passage] = []
+            allowed: list[Passage] = []
+            for row in store.flagged_passages(db):
+                reasons = [*row.reasons, *url_reasons(row.urls, brief)]
+                if row.tainted and not reasons:
+                    reasons = [TAINTED_SOURCE]
+                if reasons:
+                    suspicious.append(
+                        row.passage.model_copy(update={"suspicious": True, "reasons": tuple(reasons)})
+                    )
+                else:
+                    allowed.append(row.passage)
+            terms = query_terms(brief)
+            if not allowed:
+                ranked = store.search_plain(db, match_query(terms), limit) if terms and limit > 0 else []
+            else:
+                clean = sorted([*store.plain_passages(db), *allowed], key=lambda p: (p.source, p.start))
+                ranked = rank(brief, clean, limit)
+        return Evidence(
+            brief=brief,
+            passages=tuple(ranked),
+            suspicious=tuple(suspicious),
+            skipped=tuple(SkippedFile(path=p, reason=r) for p, r in skipped),
+            files_read=files_read,
+        )
+
+    def source(self, rel_path: str) -> SourceFile:
+        """`corpus.read_source()` through the index: no read while the file is as indexed."""
+        path = check_source_path(self.base, rel_path)
+        signature = _signature(path)
+        with self._db() as db:
+            held = store.stored_file(db, rel_path)
+            if held is not None and signature is not None and held[0].signature == signature:
+                row, text = held
+                if row.skipped is not None:
+                    raise InvalidInput(f"source {rel_path} cannot be used: {row.skipped}", path=rel_path)
+                if row.digest is not None and text is not None:
+                    return SourceFile(path=rel_path, digest=row.digest, text=text)
+            with store.writing(db):
+                self._index_file(db, rel_path, path, signature, held[0] if held else None)
+                fresh = store.stored_file(db, rel_path)
+        assert fresh is not None
+        row, text = fresh
+        if row.skipped is not None or row.digest is None or text is None:
+            raise InvalidInput(f"source {rel_path} cannot be used: {row.skipped}", path=rel_path)
+        return SourceFile(path=rel_path, digest=row.digest, text=text)
+
+
+def assessed_passages(file: SourceFile) -> tuple[list[store.NewPassage], bool]:
+    """A file's passages with their brief-independent assessment, and whether it is tainted."""
+    out: list[store.NewPassage] = []
+    for p in split_passages(file):
+        reasons, urls = assess_parts(p.text)
+        out.append(store.NewPassage(p.start, p.end, p.text, tuple(reasons), tuple(urls)))
+    return out, any(taints_source(p.reasons) for p in out)
+
+
+def _signature(path: str | Path) -> store.Signature | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
+def _walk(base: Path) -> list[tuple[str, str, store.Signature | None]]:
+    """The corpus's candidate files (as `corpus.candidates()` lists them: dot entries and
+    symlinked folders left out) with their signatures.
+
+    `os.scandir` and plain strings rather than `Path` objects: at 100,000 files the
+    walk is most of a refresh.
+    """
+    found: list[tuple[str, str, store.Signature | None]] = []
+    folders = [(str(base), "")]
+    while folders:
+        folder, prefix = folders.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = list(listing)
+        except OSError:
+            continue
+        for entry in entries:
+            name = entry.name
+            if name.startswith("."):
+                continue
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if is_dir:
+                if not entry.is_symlink():
+                    folders.append((entry.path, prefix + name + "/"))
+                continue
+            if os.path.splitext(name)[1].lower() not in SUFFIXES:
+                continue
+            try:
+                st = entry.stat()
+                signature: store.Signature | None = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+            except OSError:
+                signature = None
+            found.append((prefix + name, entry.path, signature))
+    found.sort(key=lambda item: item[0])
+    return found
+
+
+__all__ = [
+    "ANALYZER",
+    "CorpusIndex",
+    "CorpusIndexes",
+    "Reader",
+    "Refresh",
+    "assessed_passages",
+    "read_from_disk",
+]

@@ -1,0 +1,328 @@
+"""The corpus index's storage: one SQLite file per corpus, with an FTS5 table.
+
+This module owns the SQL. A corpus's index file holds:
+
+- ``meta``: the analyzer the rows were built with (tokenizer, passage size,
+  injection rules) and when the last walk started;
+- ``files``: one row per candidate file: its corpus-relative path, the stat
+  signature it had when it was read (size, mtime, ctime, inode), its sha256
+  digest or why it was skipped, and whether a passage taints it (the text is
+  in ``texts``, so that a refresh's scan of ``files`` stays small);
+- ``passages``: every passage (offsets, text, the brief-independent
+  injection reasons and the URLs it carries, ``flagged`` when either is set
+  or its file is tainted);
+- ``plain``: an FTS5 table over the passages that are not flagged, keyed by
+  passage id; its BM25 statistics (row count, token totals, document
+  frequencies) are maintained by SQLite on every insert and delete.
+
+Passages of one file are replaced together, in the refresh's transaction.
+The file runs in WAL mode so that many workers read while one refreshes.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator
+from contextlib import closing, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from roles.artifacts import Passage
+
+TOKENIZER: Final = "porter unicode61 remove_diacritics 2"
+BUSY_MS: Final = 60_000
+
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files(
+    path TEXT PRIMARY KEY,
+    size INTEGER, mtime_ns INTEGER, ctime_ns INTEGER, inode INTEGER,
+    digest TEXT, skipped TEXT,
+    tainted INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS files_skipped ON files(skipped);
+CREATE TABLE IF NOT EXISTS texts(path TEXT PRIMARY KEY, text TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS passages(
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL,
+    start INTEGER NOT NULL,
+    "end" INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    reasons TEXT NOT NULL,
+    urls TEXT NOT NULL,
+    flagged INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS passages_path ON passages(path, start);
+CREATE INDEX IF NOT EXISTS passages_flagged ON passages(flagged, path, start) WHERE flagged = 1;
+CREATE VIRTUAL TABLE IF NOT EXISTS plain USING fts5(body, tokenize='{TOKENIZER}');
+"""
+
+Signature = tuple[int, int, int, int]
+
+
+@dataclass(frozen=True)
+class StoredFile:
+    """What the index knows of one file (text left out: it is read only when needed)."""
+
+    path: str
+    signature: Signature | None
+    digest: str | None
+    skipped: str | None
+
+
+@dataclass(frozen=True)
+class StoredPassage:
+    """One passage row with its file's digest and taint."""
+
+    passage: Passage
+    reasons: tuple[str, ...]
+    urls: tuple[str, ...]
+    tainted: bool
+
+
+@dataclass(frozen=True)
+class NewPassage:
+    """A passage to store, with its brief-independent assessment."""
+
+    start: int
+    end: int
+    text: str
+    reasons: tuple[str, ...]
+    urls: tuple[str, ...]
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """Open (creating) an index file: WAL, a generous busy timeout, the schema in place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(path, timeout=BUSY_MS / 1000, isolation_level=None)
+    db.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
+    db.execute("PRAGMA journal_mode = WAL")
+    db.execute("PRAGMA synchronous = NORMAL")
+    db.executescript(_SCHEMA)
+    return db
+
+
+@contextmanager
+def opened(path: Path) -> Iterator[sqlite3.Connection]:
+    with closing(connect(path)) as db:
+        yield db
+
+
+@contextmanager
+def writing(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One write transaction, taken at once so concurrent refreshes queue up."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield db
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+def get_meta(db: sqlite3.Connection, key: str) -> str | None:
+    row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def set_meta(db: sqlite3.Connection, key: str, value: str) -> None:
+    db.execute(
+        "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        (key, value),
+    )
+
+
+def clear(db: sqlite3.Connection) -> None:
+    """Forget every file (the analyzer changed): the tables are made anew and the
+    refresh reads every file again."""
+    for table in ("plain", "passages", "texts", "files"):
+        db.execute(f"DROP TABLE IF EXISTS {table}")
+    for statement in _SCHEMA.split(";"):
+        if statement.strip() and "meta(" not in statement:
+            db.execute(statement)
+
+
+def stored_files(db: sqlite3.Connection) -> dict[str, StoredFile]:
+    rows = db.execute("SELECT path, size, mtime_ns, ctime_ns, inode, digest, skipped FROM files")
+    out: dict[str, StoredFile] = {}
+    for path, size, mtime, ctime, inode, digest, skipped in rows:
+        signature = None if size is None else (int(size), int(mtime), int(ctime), int(inode))
+        out[str(path)] = StoredFile(str(path), signature, digest, skipped)
+    return out
+
+
+def stored_signatures(db: sqlite3.Connection) -> dict[str, Signature | None]:
+    """Every file's recorded stat signature, by path (the one scan a refresh makes)."""
+    rows = db.execute("SELECT path, size, mtime_ns, ctime_ns, inode FROM files")
+    return {
+        str(path): None if size is None else (int(size), int(mtime), int(ctime), int(inode))
+        for path, size, mtime, ctime, inode in rows
+    }
+
+
+def stored_file(db: sqlite3.Connection, path: str) -> tuple[StoredFile, str | None] | None:
+    """One file's row and its text, or None when the index has no such file."""
+    row = db.execute(
+        "SELECT f.size, f.mtime_ns, f.ctime_ns, f.inode, f.digest, f.skipped, t.text "
+        "FROM files f LEFT JOIN texts t ON t.path = f.path WHERE f.path = ?",
+        (path,),
+    ).fetchone()
+    if row is None:
+        return None
+    size, mtime, ctime, inode, digest, skipped, text = row
+    signature = None if size is None else (int(size), int(mtime), int(ctime), int(inode))
+    return StoredFile(path, signature, digest, skipped), text
+
+
+def set_signature(db: sqlite3.Connection, path: str, signature: Signature | None) -> None:
+    size, mtime, ctime, inode = signature if signature is not None else (None, None, None, None)
+    db.execute(
+        "UPDATE files SET size = ?, mtime_ns = ?, ctime_ns = ?, inode = ? WHERE path = ?",
+        (size, mtime, ctime, inode, path),
+    )
+
+
+def remove_file(db: sqlite3.Connection, path: str) -> None:
+    """Drop a file and its passages (and their rows in the FTS table)."""
+    db.execute(
+        "DELETE FROM plain WHERE rowid IN (SELECT id FROM passages WHERE path = ? AND flagged = 0)", (path,)
+    )
+    db.execute("DELETE FROM passages WHERE path = ?", (path,))
+    db.execute("DELETE FROM texts WHERE path = ?", (path,))
+    db.execute("DELETE FROM files WHERE path = ?", (path,))
+
+
+def put_skipped(db: sqlite3.Connection, path: str, signature: Signature | None, reason: str) -> None:
+    remove_file(db, path)
+    size, mtime, ctime, inode = signature if signature is not None else (None, None, None, None)
+    db.execute(
+        "INSERT INTO files(path, size, mtime_ns, ctime_ns, inode, skipped) VALUES (?, ?, ?, ?, ?, ?)",
+        (path, size, mtime, ctime, inode, reason),
+    )
+
+
+def put_file(
+    db: sqlite3.Connection,
+    path: str,
+    signature: Signature | None,
+    digest: str,
+    text: str,
+    passages: Iterable[NewPassage],
+    tainted: bool,
+) -> None:
+    """Store one read file and replace its passages."""
+    remove_file(db, path)
+    size, mtime, ctime, inode = signature if signature is not None else (None, None, None, None)
+    db.execute(
+        "INSERT INTO files(path, size, mtime_ns, ctime_ns, inode, digest, tainted) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (path, size, mtime, ctime, inode, digest, int(tainted)),
+    )
+    db.execute("INSERT INTO texts(path, text) VALUES (?, ?)", (path, text))
+    for p in passages:
+        flagged = bool(tainted or p.reasons or p.urls)
+        cursor = db.execute(
+            'INSERT INTO passages(path, start, "end", text, reasons, urls, flagged) VALUES (?, ?, ?, ?, ?, ?, ?)',
+            (path, p.start, p.end, p.text, json.dumps(p.reasons), json.dumps(p.urls), int(flagged)),
+        )
+        if not flagged:
+            db.execute("INSERT INTO plain(rowid, body) VALUES (?, ?)", (cursor.lastrowid, p.text))
+
+
+def flagged_passages(db: sqlite3.Connection) -> list[StoredPassage]:
+    """Every flagged passage, in corpus order (path, then offset)."""
+    rows = db.execute(
+        'SELECT p.path, p.start, p."end", p.text, p.reasons, p.urls, f.digest, f.tainted '
+        "FROM passages p JOIN files f ON f.path = p.path WHERE p.flagged = 1 ORDER BY p.path, p.start"
+    )
+    return [
+        StoredPassage(
+            Passage(source=path, source_digest=digest, start=start, end=end, text=text),
+            tuple(json.loads(reasons)),
+            tuple(json.loads(urls)),
+            bool(tainted),
+        )
+        for path, start, end, text, reasons, urls, digest, tainted in rows
+    ]
+
+
+def plain_passages(db: sqlite3.Connection) -> list[Passage]:
+    """Every passage that is not flagged, in corpus order."""
+    rows = db.execute(
+        'SELECT p.path, p.start, p."end", p.text, f.digest FROM passages p JOIN files f ON f.path = p.path '
+        "WHERE p.flagged = 0 ORDER BY p.path, p.start"
+    )
+    return [
+        Passage(source=path, source_digest=digest, start=start, end=end, text=text)
+        for path, start, end, text, digest in rows
+    ]
+
+
+def search_plain(db: sqlite3.Connection, match: str, limit: int) -> list[Passage]:
+    """The FTS5 MATCH over the plain passages, by ``bm25()``, ties in corpus order.
+
+    The best ``4 * limit`` rows are taken by score alone and only those are joined
+    to their passages and sorted with the corpus-order tie-break; when the last of
+    them ties with the cut, the exact query over every match answers instead.
+    """
+    window = 4 * limit
+    top = db.execute(
+        "SELECT rowid, bm25(plain) AS rank_ FROM plain WHERE plain MATCH ? ORDER BY rank_ LIMIT ?",
+        (match, window + 1),
+    ).fetchall()
+    if len(top) > window and top[window][1] == top[limit - 1][1]:
+        query, args = _SEARCH_ALL, (match, limit)
+    else:
+        ids = ",".join(str(int(rowid)) for rowid, _ in top[:window]) or "NULL"
+        query, args = _SEARCH_SOME.format(ids=ids), (match, limit)
+    rows = db.execute(query, args)
+    return [
+        Passage(source=path, source_digest=digest, start=start, end=end, text=text, score=-float(bm25))
+        for path, start, end, text, digest, bm25 in rows
+    ]
+
+
+_SEARCH_ALL = (
+    'SELECT p.path, p.start, p."end", p.text, f.digest, bm25(plain) AS rank_ '
+    "FROM plain JOIN passages p ON p.id = plain.rowid JOIN files f ON f.path = p.path "
+    "WHERE plain MATCH ? ORDER BY rank_, p.path, p.start LIMIT ?"
+)
+_SEARCH_SOME = (
+    'SELECT p.path, p.start, p."end", p.text, f.digest, bm25(plain) AS rank_ '
+    "FROM plain JOIN passages p ON p.id = plain.rowid JOIN files f ON f.path = p.path "
+    "WHERE plain MATCH ? AND plain.rowid IN ({ids}) ORDER BY rank_, p.path, p.start LIMIT ?"
+)
+
+
+def read_counts(db: sqlite3.Connection) -> tuple[int, list[tuple[str, str]]]:
+    """Files read into the index, and the skipped files (path, reason) in path order."""
+    (count,) = db.execute("SELECT count(*) FROM files WHERE skipped IS NULL").fetchone()
+    skipped = db.execute("SELECT path, skipped FROM files WHERE skipped IS NOT NULL ORDER BY path").fetchall()
+    return int(count), [(str(p), str(r)) for p, r in skipped]
+
+
+__all__ = [
+    "NewPassage",
+    "Signature",
+    "StoredFile",
+    "StoredPassage",
+    "TOKENIZER",
+    "clear",
+    "connect",
+    "flagged_passages",
+    "get_meta",
+    "opened",
+    "plain_passages",
+    "put_file",
+    "put_skipped",
+    "read_counts",
+    "remove_file",
+    "search_plain",
+    "set_meta",
+    "set_signature",
+    "stored_file",
+    "stored_files",
+    "stored_signatures",
+    "writing",
+]
