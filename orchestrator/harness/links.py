@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 from urllib.parse import urlsplit
 
-from markdown_it import MarkdownIt
-from markdown_it.token import Token
+if TYPE_CHECKING:  # the parser loads on first use: commands that check no links stay light
+    from markdown_it.token import Token
 
 Kind = Literal["link", "image", "text"]
 WEB_SCHEMES: Final = frozenset({"http", "https"})
@@ -94,6 +94,8 @@ def _host(authority_and_path: str) -> str | None:
 def links_in(markdown: str) -> list[Link]:
     """Every link, image and URL-like text in `markdown`, in document order."""
     found: list[Link] = []
+    from markdown_it import MarkdownIt
+
     for token in MarkdownIt("commonmark", {"html": False}).parse(markdown):
         _collect(token, found)
     return found

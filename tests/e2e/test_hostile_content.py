@@ -148,7 +148,10 @@ def test_a_version_with_a_foreign_link_is_never_published(
     sid = _photo_submit(lenient, photo_corpus, site)
     shown = lenient.json("show", sid)
     assert URL in shown["markdown"] and shown["review"]["verdict"] == "pass", shown
-    strict.json("approve", sid, "--version", str(shown["version"]), "--as", "erin")
+    refused = strict.run("approve", sid, "--version", str(shown["version"]), "--as", "erin")
+    assert refused.returncode == 4 and "PRESSROOM_LINK_HOSTS" in refused.stderr, (
+        refused.stderr
+    )  # the publish failed
 
     assert strict.json("status", sid)["state"] == "failed"
     assert not list(site.glob("*.html")) and not list(site.glob("*.md"))

@@ -56,7 +56,11 @@ def test_a_second_saga_reads_no_unchanged_file_and_a_changed_one_is_read_once(
     db_url: str, tmp_path: Path, corpus: Path
 ) -> None:
     reader = CountingReader()
-    app = build_app(_settings(db_url, tmp_path), indexes=CorpusIndexes(tmp_path / "index", reader=reader))
+    app = build_app(
+        _settings(db_url, tmp_path),
+        indexes=CorpusIndexes(tmp_path / "index", reader=reader),
+        memory_destinations=True,
+    )
 
     first = _submit(app, corpus, 1)
     files = sorted(p.relative_to(corpus).as_posix() for p in corpus.rglob("*") if p.is_file())
@@ -89,9 +93,11 @@ def test_a_second_saga_reads_no_unchanged_file_and_a_changed_one_is_read_once(
 
 def test_two_apps_share_the_index_folder(db_url: str, tmp_path: Path, corpus: Path) -> None:
     settings = _settings(db_url, tmp_path).model_copy(update={"index_dir": tmp_path / "shared-index"})
-    build_app(settings).indexes.for_corpus(corpus).refresh()  # type: ignore[union-attr]
+    build_app(settings, memory_destinations=True).indexes.for_corpus(corpus).refresh()  # type: ignore[union-attr]
     reader = CountingReader()
-    worker = build_app(settings, indexes=CorpusIndexes(settings.index_folder(), reader=reader))
+    worker = build_app(
+        settings, indexes=CorpusIndexes(settings.index_folder(), reader=reader), memory_destinations=True
+    )
 
     _submit(worker, corpus, 4)
 
