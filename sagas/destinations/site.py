@@ -21,14 +21,11 @@ Publishers of one folder are serialised by `flock` on `PATH/.pressroom/lock`.
 from __future__ import annotations
 
 import hashlib
-import html
 import os
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, ClassVar
-
-from markdown_it import MarkdownIt
 
 from orchestrator.errors import InvalidInput, MaybeApplied, NotApplied
 from sagas.destinations.base import PublishedVersion, StatusAnswer
@@ -39,50 +36,8 @@ from sagas.destinations.files import (
     exclusive_lock,
     read_json,
 )
+from sagas.destinations.site_html import render_index, render_page
 from sagas.destinations.slugs import check_key, contained_path, slugify
-
-_PAGE = """<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>{title}</title>
-</head>
-<body>
-<nav><a href="index.html">All pages</a></nav>
-<main>
-{body}</main>
-</body>
-</html>
-"""
-
-_INDEX = """<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>Published pages</title>
-</head>
-<body>
-<h1>Published pages</h1>
-<ul>
-{items}</ul>
-</body>
-</html>
-"""
-
-
-def render_page(title: str, markdown: str) -> str:
-    """The HTML page for one version; markdown's raw HTML is escaped, not passed through."""
-    body = MarkdownIt("commonmark", {"html": False}).render(markdown)
-    return _PAGE.format(title=html.escape(title), body=body)
-
-
-def render_index(pages: dict[str, str]) -> str:
-    """The index listing `pages` (slug -> title), sorted by title."""
-    items = "".join(
-        f'<li><a href="{html.escape(slug)}.html">{html.escape(title)}</a></li>\n'
-        for slug, title in sorted(pages.items(), key=lambda item: (item[1].casefold(), item[0]))
-    )
-    return _INDEX.format(items=items)
 
 
 class SiteDestination:

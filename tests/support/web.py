@@ -1,0 +1,66 @@
+"""A real `pressroom serve` process on a free loopback port, and an HTML tag census.
+
+`served(env, log_dir)` starts the console script, waits until it answers,
+yields its base URL and always stops it. `tags(page)` lists the start tags an
+HTML parser (the standard library's, as lenient as a browser's tokenizer)
+finds in a page, so a test can say which elements and attributes a page
+really has instead of searching its text.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+from collections.abc import Iterator
+from html.parser import HTMLParser
+from pathlib import Path
+
+import httpx
+
+from tests.support.processes import PRESSROOM, Proc, wait_until
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(url + "/api/sagas", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+@contextlib.contextmanager
+def served(env: dict[str, str], log_dir: Path, name: str = "serve") -> Iterator[str]:
+    """`pressroom serve` on 127.0.0.1:<free port>; yields `http://127.0.0.1:<port>`."""
+    port = free_port()
+    proc = Proc(name, [PRESSROOM, "serve", "--port", str(port)], env, log_dir)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until(
+            lambda: proc.popen.poll() is not None or _answers(url), timeout=60, what="pressroom serve"
+        )
+        assert proc.popen.poll() is None, f"serve exited:\n{proc.output()}"
+        yield url
+    finally:
+        proc.stop()
+
+
+class _Tags(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.found: list[tuple[str, dict[str, str]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.found.append((tag, {k: v or "" for k, v in attrs}))
+
+
+def tags(page: str) -> list[tuple[str, dict[str, str]]]:
+    """Every start tag in `page`, as (name, attributes)."""
+    parser = _Tags()
+    parser.feed(page)
+    parser.close()
+    return parser.found
