@@ -21,10 +21,12 @@ from sqlalchemy.exc import IntegrityError
 from orchestrator.config import Settings
 from orchestrator.errors import RetryLater
 from orchestrator.harness.engine import Harness
+from orchestrator.harness.principals import acting
 from orchestrator.harness.registry import Registry
 from orchestrator.routing import queue_of
 from orchestrator.store.db import UnitOfWork, relaxed_commit, unit_of_work
 from orchestrator.store.harness_store import SqlHarnessStore, insert_event
+from orchestrator.store.people import SqlPeopleStore
 from orchestrator.store.tables import SagaRow
 from orchestrator.store.work import claim_lease, complete, new_work
 from outbox.broker import Broker, InlineBroker
@@ -51,6 +53,7 @@ class App:
     broker: Broker
     outbox: Outbox
     signing_key: bytes
+    people: SqlPeopleStore
     handlers: dict[str, Handler] = field(default_factory=dict)
     relay: Relay | None = None
     # inline://: deliver queued work before a use case returns. The demo turns
@@ -122,6 +125,12 @@ class App:
     # -- consuming ---------------------------------------------------------
     def handle(self, env: Envelope) -> str:
         """Apply one message at most once; returns what happened (for logs and tests)."""
+        # Work is done by the saga's agents, whoever's command queued it (inline:// drains
+        # inside a person's command): their events carry no person.
+        with acting(None):
+            return self._handle(env)
+
+    def _handle(self, env: Envelope) -> str:
         consumer = env.task
         try:
             handoff = Handoff.model_validate(env.payload)

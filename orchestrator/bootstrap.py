@@ -20,6 +20,7 @@ from orchestrator.routing import DRAFT, PUBLISH, RESEARCH, REVIEW
 from orchestrator.saga_tools import saga_tools
 from orchestrator.store.db import UnitOfWork, make_engine
 from orchestrator.store.harness_store import SqlHarnessStore
+from orchestrator.store.people import SqlPeopleStore
 from orchestrator.store.tables import LedgerRow, WorkRow
 from orchestrator.store.work import sweep_expired
 from outbox.broker import Broker, CeleryBroker, InlineBroker, NullBroker
@@ -100,6 +101,7 @@ def build_app(
         broker=broker,
         outbox=Outbox(engine, broker),
         signing_key=key,
+        people=SqlPeopleStore(engine),
         handlers={
             RESEARCH: research_handler,
             DRAFT: draft_handler,

@@ -55,7 +55,10 @@ class Settings(BaseSettings):
     model_api_key: SecretStr | None = None
     mcp_tokens: str | None = Field(
         default=None,
-        description="HTTP MCP bearer tokens: 'TOKEN=NAME:cap1+cap2,…' (capabilities optional)",
+        description="retired: MCP over HTTP takes users' tokens (`pressroom users add`); refused when set",
+    )
+    token: SecretStr | None = Field(
+        default=None, description="the caller's API token in closed mode (CLI, MCP over stdio)"
     )
 
     @field_validator("database_url")

@@ -10,6 +10,9 @@
     │   ├── StaleVersion        the version is not the head, or was edited
     │   ├── ApprovalRefused     wrong binding, expired, used, or self-approval
     │   ├── PolicyRefused       capability or risk class says no
+    │   ├── NotAuthenticated    closed mode: no token, or an unknown or revoked one (HTTP 401)
+    │   ├── NotPermitted        the caller's roles lack the permission (HTTP 403)
+    │   │   └── SelfApproval    the submitter or an author tries to approve (also ApprovalRefused)
     │   └── IdempotencyConflict same business key, different arguments
     ├── ApprovalRequired        an outcome, not a failure: a person must approve
     ├── EffectUnknown           an outcome: a side effect may have happened
@@ -82,6 +85,18 @@ class IdempotencyConflict(Refused):
     pass
 
 
+class NotAuthenticated(Refused):
+    pass
+
+
+class NotPermitted(Refused):
+    pass
+
+
+class SelfApproval(NotPermitted, ApprovalRefused):
+    pass
+
+
 class ApprovalRequired(PressroomError):
     exit_code = 4
 
@@ -133,11 +148,14 @@ __all__ = [
     "InvalidInput",
     "MaybeApplied",
     "NotApplied",
+    "NotAuthenticated",
     "NotFound",
+    "NotPermitted",
     "PolicyRefused",
     "PressroomError",
     "Refused",
     "RetryLater",
+    "SelfApproval",
     "StaleVersion",
     "exit_code_for",
 ]

@@ -17,9 +17,11 @@ from sqlmodel import Session, col, select
 
 from orchestrator import views
 from orchestrator.app import App, saga_span
-from orchestrator.errors import ApprovalRefused, InvalidInput, NotFound, Refused, StaleVersion
+from orchestrator.errors import InvalidInput, NotFound, Refused, SelfApproval, StaleVersion
 from orchestrator.harness.approvals import ApprovalBinding, mint, session_for
 from orchestrator.harness.capabilities import ROLE_CAPABILITIES
+from orchestrator.harness.principals import Party, Permission, Principal, acting, require, self_approval
+from orchestrator.people import as_principal
 from orchestrator.routing import DRAFT, PUBLISH, RESEARCH, REVIEW
 from orchestrator.store.db import unit_of_work
 from orchestrator.store.harness_store import add_event, approval_row
@@ -32,11 +34,19 @@ from telemetry import metrics, propagation, spans
 MAX_BRIEF = 4000
 
 
-def _name(value: str, what: str = "--as") -> str:
-    value = (value or "").strip()
-    if not value or len(value) > 100 or any(ch in value for ch in "\n\r\t"):
-        raise InvalidInput(f"{what} needs a person's name (1-100 characters on one line)")
-    return value
+def _person(app: App, actor: Principal | str, permission: Permission) -> Principal:
+    """The caller as a principal holding `permission` (a bare name only in open mode)."""
+    return require(as_principal(app.people, actor), permission)
+
+
+def _parties(s: Session, saga: SagaRow) -> list[Party]:
+    """The people who may not approve `saga`: its submitter and every person who wrote a version."""
+    parties = [Party(saga.created_by_id, saga.created_by, "submitted the saga")]
+    # An agent's name counts too: nobody approves as the writer of a draft.
+    parties += [
+        Party(v.author_id, v.author, f"wrote version {v.number}") for v in records.versions(s, saga.id)
+    ]
+    return parties
 
 
 def _within(roots: list[Path], path: Path, what: str) -> None:
@@ -59,7 +69,15 @@ def parse_duration(text: str) -> timedelta:
     return timedelta(seconds=value)
 
 
-def submit(app: App, *, brief: str, corpus: str, destinations: list[str], actor: str) -> dict[str, Any]:
+def submit(
+    app: App, *, brief: str, corpus: str, destinations: list[str], actor: Principal | str
+) -> dict[str, Any]:
+    who = _person(app, actor, Permission.SUBMIT)
+    with acting(who):
+        return _submit(app, brief=brief, corpus=corpus, destinations=destinations, who=who)
+
+
+def _submit(app: App, *, brief: str, corpus: str, destinations: list[str], who: Principal) -> dict[str, Any]:
     brief = (brief or "").strip()
     if not brief:
         raise InvalidInput("the brief is empty")
@@ -80,7 +98,7 @@ def submit(app: App, *, brief: str, corpus: str, destinations: list[str], actor:
             _within(roots, Path(target).expanduser(), "destination")
     if len(set(destinations)) != len(destinations):
         raise InvalidInput("a destination is named twice")
-    actor = _name(actor)
+    actor = who.display
     with unit_of_work(app.engine) as uow:
         saga = SagaRow(
             brief=brief,
@@ -88,6 +106,7 @@ def submit(app: App, *, brief: str, corpus: str, destinations: list[str], actor:
             destinations=list(destinations),
             state=SagaState.PREPARING.value,
             created_by=actor,
+            created_by_id=who.id,
         )
         with saga_span("submit", saga):
             # The saga's trace starts here; every later message and command joins it.
@@ -150,9 +169,17 @@ def history(app: App, saga_id: str) -> dict[str, Any]:
 
 
 def approve(
-    app: App, saga_id: str, *, version: int, actor: str, expires_in: str | None = None
+    app: App, saga_id: str, *, version: int, actor: Principal | str, expires_in: str | None = None
 ) -> dict[str, Any]:
-    actor = _name(actor)
+    who = _person(app, actor, Permission.APPROVE)
+    with acting(who):
+        return _approve(app, saga_id, version=version, who=who, expires_in=expires_in)
+
+
+def _approve(
+    app: App, saga_id: str, *, version: int, who: Principal, expires_in: str | None
+) -> dict[str, Any]:
+    actor = who.display
     ttl = parse_duration(expires_in) if expires_in else timedelta(seconds=app.settings.approval_ttl)
     with unit_of_work(app.engine) as uow:
         s = uow.session
@@ -163,8 +190,9 @@ def approve(
         if version != saga.head_version:
             raise StaleVersion(f"version {version} is not the head (v{saga.head_version}) of saga {saga.id}")
         head = records.version(s, saga.id, version)
-        if head.author == actor:
-            raise ApprovalRefused(f"{actor} wrote version {version} and cannot approve it")
+        why = self_approval(who, _parties(s, saga))
+        if why:
+            raise SelfApproval(why, saga_id=saga.id, principal_id=who.id)
         now = utcnow()
         binding = ApprovalBinding(
             saga_id=saga.id,
@@ -176,6 +204,7 @@ def approve(
             expires_at=now + ttl,
         )
         row = approval_row(binding, mint(binding, app.signing_key), issued_at=now)
+        row.approver_id = who.id
         s.add(row)
         records.transition(
             s, saga, SagaEvent.APPROVED, actor=actor, detail={"version": version, "approval_id": row.id}
@@ -213,8 +242,13 @@ def approve(
     return out
 
 
-def reject(app: App, saga_id: str, *, actor: str, reason: str) -> dict[str, Any]:
-    actor = _name(actor)
+def reject(app: App, saga_id: str, *, actor: Principal | str, reason: str) -> dict[str, Any]:
+    who = _person(app, actor, Permission.REJECT)
+    with acting(who):
+        return _reject(app, saga_id, actor=who.display, reason=reason)
+
+
+def _reject(app: App, saga_id: str, *, actor: str, reason: str) -> dict[str, Any]:
     if not (reason or "").strip():
         raise InvalidInput("--reason is empty")
     with unit_of_work(app.engine) as uow:
@@ -237,8 +271,14 @@ def reject(app: App, saga_id: str, *, actor: str, reason: str) -> dict[str, Any]
     return status(app, sid)
 
 
-def edit(app: App, saga_id: str, *, path: str, actor: str) -> dict[str, Any]:
-    actor = _name(actor)
+def edit(app: App, saga_id: str, *, path: str, actor: Principal | str) -> dict[str, Any]:
+    who = _person(app, actor, Permission.EDIT)
+    with acting(who):
+        return _edit(app, saga_id, path=path, who=who)
+
+
+def _edit(app: App, saga_id: str, *, path: str, who: Principal) -> dict[str, Any]:
+    actor = who.display
     file = Path(path)
     if not file.is_file():
         raise InvalidInput(f"file not found: {path}")
@@ -266,6 +306,8 @@ def edit(app: App, saga_id: str, *, path: str, actor: str) -> dict[str, Any]:
             citations=kept,
             evidence_digest=previous.evidence_digest if previous else None,
         )
+        new.author_id = who.id
+        s.add(new)
         app.dispatch(
             uow,
             saga_id=saga.id,
@@ -279,30 +321,32 @@ def edit(app: App, saga_id: str, *, path: str, actor: str) -> dict[str, Any]:
     return status(app, sid)
 
 
-def cancel(app: App, saga_id: str, *, actor: str) -> dict[str, Any]:
+def cancel(app: App, saga_id: str, *, actor: Principal | str) -> dict[str, Any]:
     from sagas.reconcile import cancel_saga
 
-    actor = _name(actor)
+    who = _person(app, actor, Permission.CANCEL)
     with Session(app.engine) as s:
         sid = records.find_saga(s, saga_id).id
-    cancel_saga(app, sid, actor=actor)
+    with acting(who):
+        cancel_saga(app, sid, actor=who.display)
     app.drain()
     return status(app, sid)
 
 
 def reconcile(
-    app: App, saga_id: str, *, destination: str, outcome: str, actor: str, reason: str
+    app: App, saga_id: str, *, destination: str, outcome: str, actor: Principal | str, reason: str
 ) -> dict[str, Any]:
     from sagas.reconcile import reconcile_step
 
-    actor = _name(actor)
+    who = _person(app, actor, Permission.RECONCILE)
     if outcome not in ("confirmed", "absent"):
         raise InvalidInput("--outcome must be confirmed or absent")
     if not (reason or "").strip():
         raise InvalidInput("--reason is empty")
     with Session(app.engine) as s:
         sid = records.find_saga(s, saga_id).id
-    reconcile_step(app, sid, destination=destination, outcome=outcome, actor=actor, reason=reason)
+    with acting(who):
+        reconcile_step(app, sid, destination=destination, outcome=outcome, actor=who.display, reason=reason)
     app.drain()
     return status(app, sid)
 

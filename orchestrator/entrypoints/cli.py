@@ -18,6 +18,7 @@ from orchestrator import services
 from orchestrator.app import App
 from orchestrator.config import Settings
 from orchestrator.entrypoints import render
+from orchestrator.entrypoints.cli_people import caller, reader
 from orchestrator.errors import EXIT_BAD_INPUT, PressroomError, exit_code_for
 
 
@@ -60,12 +61,15 @@ def cli() -> None:
 @click.option(
     "--dest", "dests", multiple=True, required=True, help="site:PATH, git:PATH or webhook:URL (repeatable)."
 )
-@click.option("--as", "actor", default="submitter", show_default=True, help="Who submits.")
+@click.option("--as", "actor", default=None, help="Who submits (open mode; default 'submitter').")
 @click.option("--json", "as_json", is_flag=True)
 @pass_ctx
-def submit(ctx: Ctx, brief: str, corpus: str, dests: tuple[str, ...], actor: str, as_json: bool) -> None:
+def submit(
+    ctx: Ctx, brief: str, corpus: str, dests: tuple[str, ...], actor: str | None, as_json: bool
+) -> None:
     """Start a saga: research, write and review a brief."""
-    out = services.submit(ctx.app(), brief=brief, corpus=corpus, destinations=list(dests), actor=actor)
+    who = caller(ctx, actor, default="submitter")
+    out = services.submit(ctx.app(), brief=brief, corpus=corpus, destinations=list(dests), actor=who)
     emit(out, as_json, render.status)
 
 
@@ -75,6 +79,7 @@ def submit(ctx: Ctx, brief: str, corpus: str, dests: tuple[str, ...], actor: str
 @pass_ctx
 def status(ctx: Ctx, saga_id: str | None, as_json: bool) -> None:
     """One saga's state and destinations, or every saga."""
+    reader(ctx)
     out = services.status(ctx.app(), saga_id)
     emit(out, as_json, render.status if saga_id else render.saga_list)
 
@@ -86,6 +91,7 @@ def status(ctx: Ctx, saga_id: str | None, as_json: bool) -> None:
 @pass_ctx
 def show(ctx: Ctx, saga_id: str, number: int | None, as_json: bool) -> None:
     """A version with its citations and review report."""
+    reader(ctx)
     emit(services.show(ctx.app(), saga_id, number), as_json, render.version)
 
 
@@ -96,68 +102,78 @@ def show(ctx: Ctx, saga_id: str, number: int | None, as_json: bool) -> None:
 @pass_ctx
 def diff(ctx: Ctx, saga_id: str, n: int, m: int) -> None:
     """Unified diff between versions N and M."""
+    reader(ctx)
     click.echo(services.diff(ctx.app(), saga_id, n, m), nl=False)
 
 
 @cli.command()
 @click.argument("saga_id")
 @click.option("--version", "number", type=int, required=True, help="The exact version you read.")
-@click.option("--as", "actor", required=True, help="Your name (not the version's author).")
+@click.option(
+    "--as", "actor", default=None, help="Your name (required in open mode; not the version's author)."
+)
 @click.option("--expires-in", default=None, help="e.g. 30m, 2h, 1d (default 24h).")
 @click.option("--json", "as_json", is_flag=True)
 @pass_ctx
-def approve(ctx: Ctx, saga_id: str, number: int, actor: str, expires_in: str | None, as_json: bool) -> None:
+def approve(
+    ctx: Ctx, saga_id: str, number: int, actor: str | None, expires_in: str | None, as_json: bool
+) -> None:
     """Approve one exact version for the saga's destinations, once."""
-    out = services.approve(ctx.app(), saga_id, version=number, actor=actor, expires_in=expires_in)
+    who = caller(ctx, actor)
+    out = services.approve(ctx.app(), saga_id, version=number, actor=who, expires_in=expires_in)
     emit(out, as_json, render.approval)
 
 
 @cli.command()
 @click.argument("saga_id")
-@click.option("--as", "actor", required=True)
+@click.option("--as", "actor", default=None, help="Your name (required in open mode).")
 @click.option("--reason", required=True)
 @click.option("--json", "as_json", is_flag=True)
 @pass_ctx
-def reject(ctx: Ctx, saga_id: str, actor: str, reason: str, as_json: bool) -> None:
+def reject(ctx: Ctx, saga_id: str, actor: str | None, reason: str, as_json: bool) -> None:
     """Send the saga back to the writer with your reason."""
-    emit(services.reject(ctx.app(), saga_id, actor=actor, reason=reason), as_json, render.status)
+    who = caller(ctx, actor)
+    emit(services.reject(ctx.app(), saga_id, actor=who, reason=reason), as_json, render.status)
 
 
 @cli.command()
 @click.argument("saga_id")
 @click.option("--file", "path", required=True, help="The edited markdown.")
-@click.option("--as", "actor", required=True)
+@click.option("--as", "actor", default=None, help="Your name (required in open mode).")
 @click.option("--json", "as_json", is_flag=True)
 @pass_ctx
-def edit(ctx: Ctx, saga_id: str, path: str, actor: str, as_json: bool) -> None:
+def edit(ctx: Ctx, saga_id: str, path: str, actor: str | None, as_json: bool) -> None:
     """Make a new version from a file; earlier approvals are void."""
-    emit(services.edit(ctx.app(), saga_id, path=path, actor=actor), as_json, render.status)
+    who = caller(ctx, actor)
+    emit(services.edit(ctx.app(), saga_id, path=path, actor=who), as_json, render.status)
 
 
 @cli.command()
 @click.argument("saga_id")
-@click.option("--as", "actor", required=True)
+@click.option("--as", "actor", default=None, help="Your name (required in open mode).")
 @click.option("--json", "as_json", is_flag=True)
 @pass_ctx
-def cancel(ctx: Ctx, saga_id: str, actor: str, as_json: bool) -> None:
+def cancel(ctx: Ctx, saga_id: str, actor: str | None, as_json: bool) -> None:
     """Cancel a saga, compensating anything it published."""
-    emit(services.cancel(ctx.app(), saga_id, actor=actor), as_json, render.status)
+    who = caller(ctx, actor)
+    emit(services.cancel(ctx.app(), saga_id, actor=who), as_json, render.status)
 
 
 @cli.command()
 @click.argument("saga_id")
 @click.option("--dest", "destination", required=True)
 @click.option("--outcome", type=click.Choice(["confirmed", "absent"]), required=True)
-@click.option("--as", "actor", required=True)
+@click.option("--as", "actor", default=None, help="Your name (required in open mode).")
 @click.option("--reason", required=True)
 @click.option("--json", "as_json", is_flag=True)
 @pass_ctx
 def reconcile(
-    ctx: Ctx, saga_id: str, destination: str, outcome: str, actor: str, reason: str, as_json: bool
+    ctx: Ctx, saga_id: str, destination: str, outcome: str, actor: str | None, reason: str, as_json: bool
 ) -> None:
     """Settle an uncertain step: the effect is confirmed, or absent."""
+    who = caller(ctx, actor)
     out = services.reconcile(
-        ctx.app(), saga_id, destination=destination, outcome=outcome, actor=actor, reason=reason
+        ctx.app(), saga_id, destination=destination, outcome=outcome, actor=who, reason=reason
     )
     emit(out, as_json, render.status)
 
@@ -168,6 +184,7 @@ def reconcile(
 @pass_ctx
 def history(ctx: Ctx, saga_id: str, as_json: bool) -> None:
     """Every event of a saga, with its phase times."""
+    reader(ctx)
     emit(services.history(ctx.app(), saga_id), as_json, render.history)
 
 
@@ -177,12 +194,17 @@ def history(ctx: Ctx, saga_id: str, as_json: bool) -> None:
 @pass_ctx
 def trace(ctx: Ctx, saga_id: str, span_file: str | None) -> None:
     """A waterfall of each action's proposal, authorization, send and ack."""
+    reader(ctx)
     render.trace(services.history(ctx.app(), saga_id), span_file)
 
 
 from orchestrator.entrypoints import processes  # noqa: E402  (registers worker, relay, serve, mcp, demo, …)
 
 processes.register(cli, pass_ctx)
+
+from orchestrator.entrypoints import cli_people  # noqa: E402  (users, whoami)
+
+cli_people.register(cli, pass_ctx, emit)
 
 
 def _error(message: str) -> None:

@@ -1,7 +1,8 @@
 """What the API and the pages share: the error-to-status table, bounded bodies, a guard.
 
 - `status_for(error)`: the one place a Pressroom error becomes an HTTP status
-  (InvalidInput 400, NotFound 404, Refused and its children 409), the HTTP
+  (InvalidInput 400, NotFound 404, NotAuthenticated 401, NotPermitted 403,
+  other Refused 409), the HTTP
   twin of `errors.exit_code_for`.
 - `read_body(request, limit)`: the request body, refused with 413 past `limit`.
 - `Guard`: ASGI middleware that adds security headers to every response
@@ -20,11 +21,21 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from orchestrator.errors import ApprovalRequired, InvalidInput, NotFound, PressroomError, Refused
+from orchestrator.errors import (
+    ApprovalRequired,
+    InvalidInput,
+    NotAuthenticated,
+    NotFound,
+    NotPermitted,
+    PressroomError,
+    Refused,
+)
 
 ERROR_STATUS: tuple[tuple[type[PressroomError], int], ...] = (
     (InvalidInput, 400),
     (NotFound, 404),
+    (NotAuthenticated, 401),
+    (NotPermitted, 403),
     (Refused, 409),
     (ApprovalRequired, 409),
 )

@@ -21,6 +21,7 @@ from sqlalchemy import event, text
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, SQLModel, create_engine
 
+import orchestrator.store.people_tables  # noqa: F401  (users, api_tokens, web_sessions)
 import orchestrator.store.tables  # noqa: F401
 import outbox.tables  # noqa: F401  (registers the outbox and inbox tables)
 

@@ -20,6 +20,7 @@ from orchestrator.errors import ApprovalRefused, IdempotencyConflict
 from orchestrator.harness.approvals import ApprovalBinding, ApprovalView
 from orchestrator.harness.checkpoints import GENESIS, AgentState, chain_hash
 from orchestrator.harness.ports import NO_READS, AuthorizationReads, EventTimes, LedgerView
+from orchestrator.harness.principals import current_principal
 from orchestrator.store.db import unit_of_work
 from orchestrator.store.tables import (
     ApprovalRow,
@@ -69,9 +70,18 @@ def _aware(value: datetime) -> datetime:
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
+def acting_fields() -> dict[str, str | None]:
+    """`principal_id` and `auth_method` of the principal acting now (null: the system)."""
+    principal = current_principal()
+    if principal is None:
+        return {"principal_id": None, "auth_method": None}
+    return {"principal_id": principal.id, "auth_method": principal.auth}
+
+
 def add_event(session: Session, **fields: Any) -> EventRow:
     times: EventTimes | None = fields.pop("times", None)
-    row = EventRow(**fields, **(times.model_dump() if times else {}))
+    stamp: dict[str, Any] = {k: v for k, v in acting_fields().items() if k not in fields}
+    row = EventRow(**fields, **stamp, **(times.model_dump() if times else {}))
     if row.detail is None:
         row.detail = {}
     session.add(row)
@@ -100,6 +110,7 @@ def insert_event(
             "status": status,
             "detail": detail,
             "created_at": utcnow(),
+            **acting_fields(),
         },
     )
     return event_id

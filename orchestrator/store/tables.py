@@ -37,6 +37,7 @@ class SagaRow(SQLModel, table=True):
     run: int = Field(default=1, description="the saga's session: bumped with every new head version")
     review_rounds: int = 0
     created_by: str
+    created_by_id: str | None = Field(default=None, description="the submitter's principal id")
     reason: str | None = None
     trace_context: dict[str, str] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     ready_at: datetime | None = None
@@ -54,6 +55,7 @@ class VersionRow(SQLModel, table=True):
     digest: str = Field(index=True, description="sha256 of the markdown bytes")
     title: str
     author: str
+    author_id: str | None = Field(default=None, description="a person's principal id; null: an agent")
     markdown: str = Field(sa_column=Column(Text, nullable=False))
     citations: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     evidence_digest: str | None = None
@@ -90,6 +92,8 @@ class EventRow(SQLModel, table=True):
     authorized_at: datetime | None = None
     sent_at: datetime | None = None
     acked_at: datetime | None = None
+    principal_id: str | None = Field(default=None, description="the person behind it; null: the system")
+    auth_method: str | None = Field(default=None, description="token | session | proxy | open")
 
 
 class ApprovalRow(SQLModel, table=True):
@@ -102,6 +106,7 @@ class ApprovalRow(SQLModel, table=True):
     destinations: list[str] = Field(sa_column=Column(JSON, nullable=False))
     session: str
     approver: str
+    approver_id: str | None = Field(default=None, description="the approver's principal id")
     issued_at: datetime = Field(default_factory=utcnow)
     expires_at: datetime
     token: str = Field(description="HMAC over the canonical binding")

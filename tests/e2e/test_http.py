@@ -134,9 +134,9 @@ def test_the_author_cannot_approve_and_nothing_is_published(env: Env) -> None:
         data={"form_token": env.form_token(saga_id), "version": "1", "name": author},
         follow_redirects=False,
     )
-    assert answer.status_code == 409
+    assert answer.status_code == 403  # DESIGN "People and permissions": self-approval is HTTP 403
     assert 'role="alert"' in answer.text
-    assert "ApprovalRefused" in answer.text and "cannot approve" in answer.text
+    assert "SelfApproval" in answer.text and "cannot approve" in answer.text
     assert 'value="writer"' in answer.text  # the form is shown again with what was typed
 
     status = env.status(saga_id)

@@ -17,6 +17,7 @@ PURE = [
     "orchestrator.harness.checkpoints",
     "orchestrator.harness.provenance",
     "orchestrator.harness.digests",
+    "orchestrator.harness.textfold",
     "orchestrator.routing",
     "roles.artifacts",
     "roles.injection",

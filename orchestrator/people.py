@@ -1,0 +1,167 @@
+"""People use cases: who the caller is, and managing users (`pressroom users …`, `whoami`).
+
+`resolve(people, token=…, claimed=…)` is the one open/closed decision every
+entry point makes (CLI, HTTP API, MCP):
+
+- open mode (no user exists): the caller is `open_principal(claimed)` — an
+  unverified name holding every role, as before people existed;
+- closed mode: the caller is the user of `token`; none, an unknown or a
+  revoked token is `NotAuthenticated` (exit 4 / HTTP 401). A `claimed` name,
+  when given, must be the caller's (`InvalidInput`, exit 2 / HTTP 400).
+
+`as_principal(people, actor)` turns what a use case was handed into a
+principal: a `Principal` as is; a bare name only in open mode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from orchestrator.errors import InvalidInput, NotAuthenticated
+from orchestrator.harness.principals import (
+    Permission,
+    Principal,
+    Role,
+    normalise_name,
+    open_principal,
+    parse_roles,
+    require,
+)
+from orchestrator.store.people import Issued, PeopleStore, UserView
+
+
+def mode(people: PeopleStore) -> str:
+    return "open" if people.is_open() else "closed"
+
+
+def resolve(
+    people: PeopleStore,
+    *,
+    token: str | None,
+    claimed: str | None,
+    what: str = "--as",
+    default: str | None = None,
+    need_name: bool = True,
+) -> Principal:
+    """The caller: from the claimed name in open mode, from the token in closed mode."""
+    if people.is_open():
+        name = (claimed or "").strip() or default
+        if not name:
+            if need_name:
+                raise InvalidInput(f"{what} NAME is needed (open mode: no user exists yet)")
+            name = "anonymous"
+        try:
+            return open_principal(name)
+        except InvalidInput:
+            raise InvalidInput(f"{what} needs a person's name (1-64 visible characters)") from None
+    return closed_caller(people, token=token, claimed=claimed, what=what)
+
+
+def closed_caller(people: PeopleStore, *, token: str | None, claimed: str | None, what: str) -> Principal:
+    if not token:
+        raise NotAuthenticated(
+            "not authenticated: closed mode needs a token (PRESSROOM_TOKEN or a Bearer header)"
+        )
+    principal = people.authenticate(token.strip())
+    if principal is None:
+        raise NotAuthenticated("not authenticated: the token is unknown or revoked")
+    check_claim(principal, claimed, what)
+    return principal
+
+
+def check_claim(principal: Principal, claimed: str | None, what: str = "--as") -> None:
+    """A name given beside a verified caller must be the caller's own."""
+    if claimed is None or not principal.verified:
+        return
+    try:
+        same = normalise_name(claimed) == principal.name
+    except InvalidInput:
+        same = False
+    if not same:
+        raise InvalidInput(f"{what} {claimed!r} is not the caller: the token belongs to {principal.display}")
+
+
+def as_principal(people: PeopleStore, actor: Principal | str) -> Principal:
+    """A principal for a use case; a bare name is accepted in open mode only."""
+    if isinstance(actor, Principal):
+        return actor
+    if not people.is_open():
+        raise NotAuthenticated("not authenticated: closed mode needs a signed-in user, not a typed name")
+    try:
+        return open_principal(actor)
+    except InvalidInput:
+        raise InvalidInput("--as needs a person's name (1-64 visible characters)") from None
+
+
+# -- users --------------------------------------------------------------------------
+def add_user(people: PeopleStore, caller: Principal | None, name: str, roles: Iterable[str]) -> Issued:
+    """Add a user. The first user must hold admin and needs no caller; later ones need an admin."""
+    wanted = parse_roles(roles)
+    if people.is_open():
+        if Role.ADMIN not in wanted:
+            raise InvalidInput("the first user must hold the admin role (--role admin)")
+        return people.add_user(name, wanted, by=None)
+    admin = require(_verified(caller), Permission.USERS)
+    return people.add_user(name, wanted, by=admin.id)
+
+
+def list_users(people: PeopleStore, caller: Principal | None) -> list[UserView]:
+    if people.is_open():
+        return []
+    require(_verified(caller), Permission.USERS)
+    return people.list_users()
+
+
+def revoke(people: PeopleStore, caller: Principal | None, name: str) -> UserView:
+    require(_verified(caller), Permission.USERS)
+    return people.revoke_user(name)
+
+
+def new_token(people: PeopleStore, caller: Principal | None, name: str) -> Issued:
+    """A new token for NAME (replacing theirs): by an admin, or by NAME for themselves."""
+    who = _verified(caller)
+    if normalise_name(name) != who.name:
+        require(who, Permission.USERS)
+    return people.issue_token(name)
+
+
+def set_roles(people: PeopleStore, caller: Principal | None, name: str, roles: Iterable[str]) -> UserView:
+    require(_verified(caller), Permission.USERS)
+    return people.set_roles(name, parse_roles(roles))
+
+
+def whoami(people: PeopleStore, caller: Principal | None) -> dict[str, Any]:
+    """`whoami --json`: `mode` and `user` (null in open mode)."""
+    if people.is_open() or caller is None or not caller.verified:
+        return {"mode": "open", "user": None}
+    return {
+        "mode": "closed",
+        "user": {
+            "name": caller.display,
+            "id": caller.id,
+            "roles": sorted(r.value for r in caller.roles),
+            "auth": caller.auth,
+        },
+    }
+
+
+def _verified(caller: Principal | None) -> Principal:
+    if caller is None or not caller.verified:
+        raise NotAuthenticated("not authenticated: closed mode needs a token (PRESSROOM_TOKEN)")
+    return caller
+
+
+__all__ = [
+    "add_user",
+    "as_principal",
+    "check_claim",
+    "closed_caller",
+    "list_users",
+    "mode",
+    "new_token",
+    "resolve",
+    "revoke",
+    "set_roles",
+    "whoami",
+]
