@@ -55,6 +55,7 @@ from orchestrator.app import App
 from orchestrator.entrypoints import pages
 from orchestrator.entrypoints.http_support import LOOPBACK_HOSTS, Guard, media_type, read_body, status_for
 from orchestrator.entrypoints.web import WebPages
+from orchestrator.entrypoints.web_auth import WebAuth
 from orchestrator.errors import InvalidInput, PressroomError
 
 log = logging.getLogger(__name__)
@@ -268,9 +269,18 @@ def create_app(
     """The ASGI application: API and pages over `app`.
 
     `allowed_hosts` (None: any) limits the `Host` header; `form_token` (None: a
-    fresh random one) is what the pages' forms must send back.
+    fresh random one) is what the pages' forms must send back in open mode
+    and on the sign-in form.
     """
-    web = WebPages(app, form_token or secrets.token_urlsafe(32))
+    auth = WebAuth(
+        app.people,
+        signing_key=app.signing_key,
+        form_token=form_token or secrets.token_urlsafe(32),
+        session_ttl=app.settings.session_ttl,
+        proxy_header=app.settings.trusted_proxy_header,
+        trusted_proxies=app.settings.trusted_proxies,
+    )
+    web = WebPages(app, auth)
     return Starlette(
         routes=[*Api(app).routes(), *web.routes()],
         middleware=[Middleware(Guard, allowed_hosts=allowed_hosts)],
@@ -304,7 +314,11 @@ def serve(host: str = "127.0.0.1", port: int = 8080) -> None:
         allowed = {*LOOPBACK_HOSTS, host.strip("[]").lower()}
     else:
         log.warning("serving on %s without authentication: put an authenticating proxy in front", host)
-    uvicorn.run(create_app(app, allowed_hosts=allowed), host=host, port=port, server_header=False)
+    # proxy_headers off: the peer address must be the socket's, so that only
+    # PRESSROOM_TRUSTED_PROXIES decide whose forwarded headers count (web_auth).
+    uvicorn.run(
+        create_app(app, allowed_hosts=allowed), host=host, port=port, server_header=False, proxy_headers=False
+    )
 
 
 __all__ = [

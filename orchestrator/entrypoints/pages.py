@@ -51,14 +51,27 @@ _TONES = {
 
 @dataclass(frozen=True)
 class Viewer:
-    """Who is looking, for the page header: open mode, a signed-in user, or nobody yet.
+    """Who is looking, for the page header and which forms to show.
 
-    `csrf` is the token the sign-out form (and every other form) carries.
+    `mode` is ``open`` (no user exists: nobody signs in) or ``closed``;
+    `name` is the signed-in user's (None: not signed in), `roles` theirs,
+    `csrf` the form token the sign-out form carries, and `proxied` says a
+    trusted proxy signed them in (so there is no session to sign out of).
     """
 
     mode: str = "open"
     name: str | None = None
+    roles: tuple[str, ...] = ()
     csrf: str = ""
+    proxied: bool = False
+
+    @property
+    def closed(self) -> bool:
+        return self.mode == "closed"
+
+    def holds(self, role: str) -> bool:
+        """Whether the forms of `role` are shown: always in open mode, by role when signed in."""
+        return not self.closed or role in self.roles
 
 
 OPEN_VIEWER = Viewer()
@@ -133,6 +146,10 @@ def _note(event: Mapping[str, Any]) -> str:
     return str(detail.get("reason") or detail.get("to") or detail.get("key") or "")[:160]
 
 
+def _join_text(items: Any, separator: str) -> str:
+    return separator.join(str(item) for item in items)
+
+
 def _diff_class(line: str) -> str:
     if line.startswith("@@"):
         return "hunk"
@@ -164,23 +181,24 @@ def environment() -> Environment:
         phases=_phases,
         note=_note,
         markdown=render_markdown,
+        join_text=_join_text,
     )
     env.globals.update(saga_href=saga_href, token_field=FORM_TOKEN_FIELD)
     return env
 
 
-def render(template: str, *, title: str, viewer: Viewer = OPEN_VIEWER, **context: Any) -> str:
+def render(template: str, *, title: str, viewer: Viewer | None = None, **context: Any) -> str:
     """Render one page template with the layout's `title` and `viewer`."""
     return environment().get_template(template).render(title=title, viewer=viewer, **context)
 
 
-def error_page(status_code: int, message: str, *, viewer: Viewer = OPEN_VIEWER) -> str:
+def error_page(status_code: int, message: str, *, viewer: Viewer | None = None) -> str:
     return render(
         "error.html", title=f"Error {status_code}", viewer=viewer, status_code=status_code, message=message
     )
 
 
-def saga_list(payload: Mapping[str, Any], *, viewer: Viewer = OPEN_VIEWER) -> str:
+def saga_list(payload: Mapping[str, Any], *, viewer: Viewer | None = None) -> str:
     return render("saga_list.html", title="Sagas", viewer=viewer, sagas=list(payload.get("sagas", [])))
 
 
@@ -193,7 +211,7 @@ def saga_page(
     notice: str | None = None,
     error: str | None = None,
     values: Mapping[str, str] | None = None,
-    viewer: Viewer = OPEN_VIEWER,
+    viewer: Viewer | None = None,
 ) -> str:
     """The saga page; with `history` None it is the page of one (older or head) version."""
     title = status.get("title") or status["saga_id"]
@@ -214,7 +232,7 @@ def saga_page(
     )
 
 
-def diff_page(saga_id: str, a: int, b: int, text: str, *, viewer: Viewer = OPEN_VIEWER) -> str:
+def diff_page(saga_id: str, a: int, b: int, text: str, *, viewer: Viewer | None = None) -> str:
     lines = [(_diff_class(line), line) for line in text.splitlines()]
     return render("diff.html", title=f"Diff v{a}→v{b}", viewer=viewer, saga_id=saga_id, a=a, b=b, lines=lines)
 

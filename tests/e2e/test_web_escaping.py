@@ -50,12 +50,21 @@ def _assert_inert(page: str, where: str) -> None:
 
 
 def test_markup_from_every_source_renders_as_text_on_every_page(tmp_path: Path) -> None:
-    env = base_env(PRESSROOM_DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite'}", PRESSROOM_BROKER_URL="inline://")
+    env = base_env(
+        PRESSROOM_DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite'}", PRESSROOM_BROKER_URL="inline://"
+    )
     cli = Cli(env, tmp_path)
     brief = f"The Millbrook bookmobile sign and timetable board {SCRIPT} {IMG}"
     saga_id = cli.json(
-        "submit", "--brief", brief, "--corpus", str(_corpus(tmp_path)),
-        "--dest", f"site:{tmp_path / 'site'}", "--as", NAME,
+        "submit",
+        "--brief",
+        brief,
+        "--corpus",
+        str(_corpus(tmp_path)),
+        "--dest",
+        f"site:{tmp_path / 'site'}",
+        "--as",
+        NAME,
     )["saga_id"]
     shown = cli.json("show", saga_id)
     assert SCRIPT in shown["markdown"] and IMG in shown["markdown"]

@@ -40,9 +40,7 @@ def served(env: dict[str, str], log_dir: Path, name: str = "serve") -> Iterator[
     proc = Proc(name, [PRESSROOM, "serve", "--port", str(port)], env, log_dir)
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_until(
-            lambda: proc.popen.poll() is not None or _answers(url), timeout=60, what="pressroom serve"
-        )
+        wait_until(lambda: proc.popen.poll() is not None or _answers(url), timeout=60, what="pressroom serve")
         assert proc.popen.poll() is None, f"serve exited:\n{proc.output()}"
         yield url
     finally:
@@ -64,3 +62,19 @@ def tags(page: str) -> list[tuple[str, dict[str, str]]]:
     parser.feed(page)
     parser.close()
     return parser.found
+
+
+def form_token(page: str, action: str | None = None) -> str:
+    """The `form_token` of the first form on `page` (posting to `action`, when given)."""
+    current: str | None = None
+    for tag, attrs in tags(page):
+        if tag == "form":
+            current = attrs.get("action")
+        elif tag == "input" and attrs.get("name") == "form_token" and (action is None or current == action):
+            return attrs.get("value", "")
+    raise AssertionError(f"no form_token for {action or 'any form'} on the page")
+
+
+def field_names(page: str) -> set[str]:
+    """The names of every input on the page."""
+    return {attrs["name"] for tag, attrs in tags(page) if tag == "input" and "name" in attrs}

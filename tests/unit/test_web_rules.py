@@ -64,7 +64,12 @@ def test_site_origin_drops_default_ports() -> None:
 def test_origin_must_be_this_site() -> None:
     assert origin_refusal(SITE, None, SITE, required=True) is None
     assert origin_refusal("http://127.0.0.1:8080", "https://evil.example/x", SITE, required=True) is None
-    for forged in ("https://evil.example", "null", "http://127.0.0.1:8081", "http://127.0.0.1:8080.evil.example"):
+    for forged in (
+        "https://evil.example",
+        "null",
+        "http://127.0.0.1:8081",
+        "http://127.0.0.1:8080.evil.example",
+    ):
         assert origin_refusal(forged, None, SITE, required=False), forged
 
 
@@ -93,7 +98,16 @@ def test_form_tokens_are_bound_to_one_session_and_one_key() -> None:
 
 def test_next_is_a_local_path_only() -> None:
     assert safe_next("/sagas/abc?x=1") == "/sagas/abc?x=1"
-    for bad in (None, "", "https://evil.example/", "//evil.example/", "/\\evil.example", "sagas", "/a b", "/\x00"):
+    for bad in (
+        None,
+        "",
+        "https://evil.example/",
+        "//evil.example/",
+        "/\\evil.example",
+        "sagas",
+        "/a b",
+        "/\x00",
+    ):
         assert safe_next(bad) == "/", bad
 
 
