@@ -18,11 +18,9 @@ import httpx
 import pytest
 
 from tests.conftest import Cli, base_env
-from tests.support.web import field_names, form_token, served
+from tests.support.web import field_names, form_token, people_and_a_saga, served
 
 pytestmark = pytest.mark.e2e
-
-BRIEF = "The history of the Millbrook library branches and the bookmobile"
 
 
 @dataclass
@@ -43,27 +41,6 @@ class Site:
 
     def state(self) -> str:
         return str(self.as_user("admin").json("status", self.saga_id)["state"])
-
-
-def people_and_a_saga(tmp_path: Path, **settings: str) -> tuple[dict[str, str], Cli, dict[str, str], str]:
-    env = base_env(
-        PRESSROOM_DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite'}",
-        PRESSROOM_BROKER_URL="inline://",
-        **settings,
-    )
-    cli = Cli(env, tmp_path)
-    tokens = {"admin": cli.json("users", "add", "admin", "--role", "admin")["token"]}
-    admin = Cli({**env, "PRESSROOM_TOKEN": tokens["admin"]}, tmp_path)
-    for name, roles in (("rita", ["reviewer"]), ("sam", ["author", "reviewer"]), ("otto", ["operator"])):
-        args = [arg for role in roles for arg in ("--role", role)]
-        tokens[name] = admin.json("users", "add", name, *args)["token"]
-    sam = Cli({**env, "PRESSROOM_TOKEN": tokens["sam"]}, tmp_path)
-    from tests.conftest import SAMPLE_CORPUS
-
-    saga_id = sam.json(
-        "submit", "--brief", BRIEF, "--corpus", str(SAMPLE_CORPUS), "--dest", f"site:{tmp_path / 'site'}"
-    )["saga_id"]
-    return env, cli, tokens, saga_id
 
 
 @pytest.fixture

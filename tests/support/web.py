@@ -17,7 +17,10 @@ from pathlib import Path
 
 import httpx
 
+from tests.conftest import SAMPLE_CORPUS, Cli, base_env
 from tests.support.processes import PRESSROOM, Proc, wait_until
+
+BRIEF = "The history of the Millbrook library branches and the bookmobile"
 
 
 def free_port() -> int:
@@ -78,3 +81,24 @@ def form_token(page: str, action: str | None = None) -> str:
 def field_names(page: str) -> set[str]:
     """The names of every input on the page."""
     return {attrs["name"] for tag, attrs in tags(page) if tag == "input" and "name" in attrs}
+
+
+def people_and_a_saga(tmp_path: Path, **settings: str) -> tuple[dict[str, str], Cli, dict[str, str], str]:
+    """Closed mode on a fresh SQLite file: admin, rita (reviewer), sam (author and
+    reviewer, who submits a saga), otto (operator); their tokens and the saga id."""
+    env = base_env(
+        PRESSROOM_DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite'}",
+        PRESSROOM_BROKER_URL="inline://",
+        **settings,
+    )
+    cli = Cli(env, tmp_path)
+    tokens = {"admin": cli.json("users", "add", "admin", "--role", "admin")["token"]}
+    admin = Cli({**env, "PRESSROOM_TOKEN": tokens["admin"]}, tmp_path)
+    for name, roles in (("rita", ["reviewer"]), ("sam", ["author", "reviewer"]), ("otto", ["operator"])):
+        args = [arg for role in roles for arg in ("--role", role)]
+        tokens[name] = admin.json("users", "add", name, *args)["token"]
+    sam = Cli({**env, "PRESSROOM_TOKEN": tokens["sam"]}, tmp_path)
+    saga_id = sam.json(
+        "submit", "--brief", BRIEF, "--corpus", str(SAMPLE_CORPUS), "--dest", f"site:{tmp_path / 'site'}"
+    )["saga_id"]
+    return env, cli, tokens, saga_id
