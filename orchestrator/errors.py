@@ -9,6 +9,7 @@
     │   ├── IllegalTransition   the saga machine refuses the move
     │   ├── StaleVersion        the version is not the head, or was edited
     │   ├── ApprovalRefused     wrong binding, expired, used, or self-approval
+    │   │   └── ApproverLapsed  the approver was revoked or lost reviewer before the effect
     │   ├── PolicyRefused       capability or risk class says no
     │   ├── NotAuthenticated    closed mode: no token, or an unknown or revoked one (HTTP 401)
     │   ├── NotPermitted        the caller's roles lack the permission (HTTP 403)
@@ -97,6 +98,10 @@ class SelfApproval(NotPermitted, ApprovalRefused):
     pass
 
 
+class ApproverLapsed(ApprovalRefused):
+    """At the moment of the effect the approver is no longer an active reviewer."""
+
+
 class ApprovalRequired(PressroomError):
     exit_code = 4
 
@@ -141,6 +146,7 @@ def exit_code_for(error: BaseException) -> int:
 __all__ = [
     "ApprovalRefused",
     "ApprovalRequired",
+    "ApproverLapsed",
     "DestinationError",
     "EffectUnknown",
     "IdempotencyConflict",

@@ -39,6 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from orchestrator import services
 from orchestrator.app import App
 from orchestrator.harness.digests import canonical_json, sha256_hex
+from orchestrator.harness.principals import current_principal
 from orchestrator.harness.spec import Risk, ToolContext, ToolSpec
 
 SagaId = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")]
@@ -137,7 +138,7 @@ class SagaTools:
             brief=args.brief,
             corpus=args.corpus,
             destinations=list(args.destinations),
-            actor=ctx.actor,
+            actor=current_principal() or ctx.actor,  # the harness set the caller's principal
         )
         return SagaStatus.model_validate(out)
 

@@ -56,6 +56,9 @@ TRANSITIONS: dict[tuple[SagaState, SagaEvent], SagaState] = {
     # The approval expired (or was voided) before execution began: ask again.
     (S.APPROVED, E.APPROVAL_LAPSED): S.READY_FOR_REVIEW,
     (S.APPROVED, E.CANCELLED): S.CANCELLED,
+    # At a step's intent the approver was no longer an active reviewer: nothing was sent
+    # (earlier steps are compensated); a reviewer must approve again.
+    (S.EXECUTING, E.APPROVAL_LAPSED): S.READY_FOR_REVIEW,
     (S.EXECUTING, E.ALL_ACKED): S.SUCCEEDED,
     (S.EXECUTING, E.STEP_FAILED): S.FAILED,
     (S.EXECUTING, E.STEP_UNCERTAIN): S.EFFECT_UNKNOWN,

@@ -22,7 +22,7 @@ from orchestrator.harness.digests import business_key
 from orchestrator.harness.engine import Caller
 from orchestrator.harness.spec import ToolCall, ToolResult, ToolStatus
 from orchestrator.store.db import UnitOfWork, unit_of_work
-from orchestrator.store.tables import SagaRow, StepRow, utcnow
+from orchestrator.store.tables import LedgerRow, SagaRow, StepRow, utcnow
 from orchestrator.store.work import renew_lease
 from outbox.messages import Handoff
 from sagas import records
@@ -87,12 +87,47 @@ def publish_handler(app: App, handoff: Handoff, holder: str) -> Finalizer:
             continue
         if result.status is ToolStatus.UNCERTAIN:
             return _finish_uncertain(saga.id, uri, result)
+        if isinstance(result.output, dict) and result.output.get("approver_lapsed"):
+            return approver_lapsed(app, caller, saga.id, uri, result, done, digest)
         if isinstance(result.output, dict) and result.output.get("in_flight"):
             # Another call holds this step's key: neither a failure nor a success yet.
             raise RetryLater(f"{uri}: {result.reason}", saga_id=saga.id)
         compensate(app, caller, saga.id, list(reversed(done)), digest)
         return _finish_failed(saga.id, uri, result)
     return _finish_succeeded(saga.id)
+
+
+def approver_lapsed(
+    app: App, caller: Caller, saga_id: str, uri: str, result: ToolResult, done: list[str], digest: str
+) -> Finalizer:
+    """The approver was revoked or lost reviewer before `uri`'s intent: nothing was sent
+    there; undo the steps already published, and hand the saga back to the reviewers."""
+    left = compensate(app, caller, saga_id, list(reversed(done)), digest)
+    reason = f"{uri}: not published: {result.reason}"
+
+    def finalize(uow: UnitOfWork) -> None:
+        saga = records.load_saga(uow.session, saga_id, lock=True)
+        if saga.state == SagaState.EXECUTING:
+            for step in records.steps(uow.session, saga_id):
+                if step.uri in done and step.uri not in left and step.idempotency_key:
+                    # Undone: a later approval publishes it again under the same key
+                    # (as `reconcile --outcome absent` would allow).
+                    ledger = uow.session.get(LedgerRow, step.idempotency_key, with_for_update=True)
+                    if ledger is not None:
+                        ledger.status = "absent"
+                        uow.session.add(ledger)
+                    step.state = "pending"
+                    uow.session.add(step)
+            records.transition(
+                uow.session,
+                saga,
+                SagaEvent.APPROVAL_LAPSED,
+                actor=PUBLISHER,
+                reason=reason,
+                detail={"destination": uri, "compensated": [u for u in done if u not in left]},
+            )
+
+    return finalize
 
 
 def _approval_lapsed(app: App, saga: SagaRow, digest: str) -> str | None:
@@ -191,4 +226,11 @@ def _record_duration(saga: SagaRow) -> None:
     metrics.record_saga_finished(saga.state, (utcnow() - saga.created_at).total_seconds())
 
 
-__all__ = ["call_tool", "compensate", "publish_handler", "publisher_caller", "start_execution"]
+__all__ = [
+    "approver_lapsed",
+    "call_tool",
+    "compensate",
+    "publish_handler",
+    "publisher_caller",
+    "start_execution",
+]

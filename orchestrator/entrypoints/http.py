@@ -17,13 +17,19 @@ matching service returns, unchanged.
 
 Errors are `{"error": message, "kind": class name}` with the status from
 `http_support.status_for`: InvalidInput (and a body that is not JSON, or not
-the expected object) 400, NotFound 404, Refused and its children 409. The
-pages are in `web.py`; blocking service calls run in Starlette's threadpool.
+the expected object) 400, NotAuthenticated 401, NotPermitted 403, NotFound
+404, other refusals 409. The pages are in `web.py`; blocking service calls
+run in Starlette's threadpool.
 
-Security, stated plainly: there is no authentication. Whoever reaches the
-port can submit, approve, reject, cancel and reconcile under any name they
-type, and a submit reads the corpus folder and writes the destinations it
-names as the server's own user. `serve` therefore binds 127.0.0.1 by default
+Callers (see `orchestrator.people.resolve`): in open mode (no user exists)
+the `as` name of a body, unverified. In closed mode every /api route needs
+`Authorization: Bearer TOKEN` of an active user (401 otherwise); `as` may be
+left out and, when given, must name that user (400); a missing role is 403.
+
+Security, stated plainly: in open mode there is no authentication. Whoever
+reaches the port can submit, approve, reject, cancel and reconcile under any
+name they type, and a submit reads the corpus folder and writes the
+destinations it names as the server's own user. `serve` therefore binds 127.0.0.1 by default
 and then accepts only loopback `Host` headers (so a DNS-rebinding page cannot
 talk to it). Against cross-site requests from the reviewer's own browser:
 API POSTs must be `Content-Type: application/json`, which a page on another
@@ -57,6 +63,8 @@ from orchestrator.entrypoints.http_support import LOOPBACK_HOSTS, Guard, media_t
 from orchestrator.entrypoints.web import WebPages
 from orchestrator.entrypoints.web_auth import WebAuth
 from orchestrator.errors import InvalidInput, PressroomError
+from orchestrator.harness.principals import Principal
+from orchestrator.people import mode, resolve
 
 log = logging.getLogger(__name__)
 
@@ -81,28 +89,28 @@ class SubmitBody(_Body):
     brief: StrictStr
     corpus: StrictStr
     destinations: list[StrictStr]
-    actor: StrictStr = Field(default="submitter", alias="as")
+    actor: StrictStr | None = Field(default=None, alias="as")
 
 
 class ApproveBody(_Body):
     version: StrictInt
-    actor: StrictStr = Field(alias="as")
+    actor: StrictStr | None = Field(default=None, alias="as")
     expires_in: StrictStr | None = None
 
 
 class RejectBody(_Body):
-    actor: StrictStr = Field(alias="as")
+    actor: StrictStr | None = Field(default=None, alias="as")
     reason: StrictStr
 
 
 class CancelBody(_Body):
-    actor: StrictStr = Field(alias="as")
+    actor: StrictStr | None = Field(default=None, alias="as")
 
 
 class ReconcileBody(_Body):
     destination: StrictStr
     outcome: StrictStr
-    actor: StrictStr = Field(alias="as")
+    actor: StrictStr | None = Field(default=None, alias="as")
     reason: StrictStr
 
 
@@ -134,11 +142,30 @@ async def json_body(request: Request, model: type[B]) -> B:
         raise InvalidInput(_explain(exc)) from None
 
 
+def bearer(request: Request) -> str | None:
+    """The token of an `Authorization: Bearer TOKEN` header, if there is one."""
+    scheme, _, value = request.headers.get("authorization", "").partition(" ")
+    return value.strip() or None if scheme.lower() == "bearer" else None
+
+
 class Api:
     """The JSON routes over one `App`."""
 
     def __init__(self, app: App) -> None:
         self.app = app
+
+    async def caller(self, request: Request, claimed: str | None, default: str | None = None) -> Principal:
+        """Who is asking: the `as` name in open mode, the bearer token's user in closed mode."""
+
+        def find() -> Principal:
+            return resolve(
+                self.app.people, token=bearer(request), claimed=claimed, what="as", default=default
+            )
+
+        return await run_in_threadpool(find)
+
+    async def reader(self, request: Request) -> None:
+        await self.caller(request, None, default="reader")
 
     def routes(self) -> list[Route]:
         return [
@@ -155,29 +182,35 @@ class Api:
         ]
 
     async def list_sagas(self, request: Request) -> Response:
+        await self.reader(request)
         return JSONResponse(await run_in_threadpool(services.status, self.app))
 
     async def status(self, request: Request) -> Response:
+        await self.reader(request)
         return JSONResponse(
             await run_in_threadpool(services.status, self.app, request.path_params["saga_id"])
         )
 
     async def show(self, request: Request) -> Response:
+        await self.reader(request)
         p = request.path_params
         return JSONResponse(await run_in_threadpool(services.show, self.app, p["saga_id"], p["number"]))
 
     async def history(self, request: Request) -> Response:
+        await self.reader(request)
         return JSONResponse(
             await run_in_threadpool(services.history, self.app, request.path_params["saga_id"])
         )
 
     async def diff(self, request: Request) -> Response:
+        await self.reader(request)
         p = request.path_params
         text = await run_in_threadpool(services.diff, self.app, p["saga_id"], p["a"], p["b"])
         return PlainTextResponse(text)
 
     async def submit(self, request: Request) -> Response:
         body = await json_body(request, SubmitBody)
+        who = await self.caller(request, body.actor, default="submitter")
 
         def call() -> dict[str, Any]:
             return services.submit(
@@ -185,7 +218,7 @@ class Api:
                 brief=body.brief,
                 corpus=body.corpus,
                 destinations=body.destinations,
-                actor=body.actor,
+                actor=who,
             )
 
         out = await run_in_threadpool(call)
@@ -193,35 +226,39 @@ class Api:
 
     async def approve(self, request: Request) -> Response:
         body = await json_body(request, ApproveBody)
+        who = await self.caller(request, body.actor)
         saga_id = request.path_params["saga_id"]
 
         def call() -> dict[str, Any]:
             return services.approve(
-                self.app, saga_id, version=body.version, actor=body.actor, expires_in=body.expires_in
+                self.app, saga_id, version=body.version, actor=who, expires_in=body.expires_in
             )
 
         return JSONResponse(await run_in_threadpool(call))
 
     async def reject(self, request: Request) -> Response:
         body = await json_body(request, RejectBody)
+        who = await self.caller(request, body.actor)
         saga_id = request.path_params["saga_id"]
 
         def call() -> dict[str, Any]:
-            return services.reject(self.app, saga_id, actor=body.actor, reason=body.reason)
+            return services.reject(self.app, saga_id, actor=who, reason=body.reason)
 
         return JSONResponse(await run_in_threadpool(call))
 
     async def cancel(self, request: Request) -> Response:
         body = await json_body(request, CancelBody)
+        who = await self.caller(request, body.actor)
         saga_id = request.path_params["saga_id"]
 
         def call() -> dict[str, Any]:
-            return services.cancel(self.app, saga_id, actor=body.actor)
+            return services.cancel(self.app, saga_id, actor=who)
 
         return JSONResponse(await run_in_threadpool(call))
 
     async def reconcile(self, request: Request) -> Response:
         body = await json_body(request, ReconcileBody)
+        who = await self.caller(request, body.actor)
         saga_id = request.path_params["saga_id"]
 
         def call() -> dict[str, Any]:
@@ -230,8 +267,8 @@ class Api:
                 saga_id,
                 destination=body.destination,
                 outcome=body.outcome,
-                actor=body.actor,
                 reason=body.reason,
+                actor=who,
             )
 
         return JSONResponse(await run_in_threadpool(call))
@@ -297,6 +334,14 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def _mode_line(current: str) -> str:
+    if current == "open":
+        return (
+            "pressroom serve: open mode (no users; names are not verified; `pressroom users add` closes it)"
+        )
+    return "pressroom serve: closed mode (callers need a user's token or a signed-in session)"
+
+
 def serve(host: str = "127.0.0.1", port: int = 8080) -> None:
     """Build the app from the environment's Settings, set up tracing, and run uvicorn."""
     import uvicorn
@@ -309,6 +354,7 @@ def serve(host: str = "127.0.0.1", port: int = 8080) -> None:
     settings = Settings()
     start_tracing(SERVICE_API, settings)
     app = build_app(settings)
+    print(_mode_line(mode(app.people)), flush=True)
     allowed: set[str] | None = None
     if is_loopback(host):
         allowed = {*LOOPBACK_HOSTS, host.strip("[]").lower()}

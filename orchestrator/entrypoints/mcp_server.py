@@ -8,25 +8,32 @@ from the risk class. `tools/call` hands a `ToolCall` and a `Caller` to
 to an executor, so validation, policy, approvals and the ledger apply to MCP
 exactly as to the roles. Every answer is a `DataEnvelope`: data, with provenance.
 
-Identity: over stdio, the person who starts the process names it (``--as``,
-``--capabilities a,b``; default `DEFAULT_CAPABILITIES`). Over streamable
-HTTP, a bearer token from ``PRESSROOM_MCP_TOKENS`` (``TOKEN=NAME:cap1+cap2,…``),
-compared with `hmac.compare_digest`; no token or an unknown one gets 401
-before any MCP message is read. Denied tools are listed, so clients see they
-exist, and every call to one is refused; a capability naming one is refused
-at start. Logs go to stderr: on stdio, stdout carries the protocol.
+Identity: one user store serves every entry point (`orchestrator.people`).
+Over stdio, in open mode (no user exists) the person who starts the process
+names it (``--as``, unverified); in closed mode it is the user of
+``PRESSROOM_TOKEN`` (the process refuses to start without a valid one, and a
+``--as`` must name that user). ``--capabilities a,b`` narrows what the
+process may call (default `DEFAULT_CAPABILITIES`). Over streamable HTTP
+(closed mode only), each request's ``Authorization: Bearer`` token is looked
+up in the same store; no token, an unknown or a revoked one gets 401 before
+any MCP message is read, and each call looks the token up again, so a
+revoked user is stopped mid-session. ``PRESSROOM_MCP_TOKENS`` is retired:
+the server refuses to start while it is set. The harness checks the
+principal's role for every call (`principals.TOOL_PERMISSIONS`). Denied
+tools are listed, so clients see they exist, and every call to one is
+refused; a capability naming one is refused at start. Logs go to stderr: on
+stdio, stdout carries the protocol.
 """
 
 from __future__ import annotations
 
 import hashlib
-import hmac
 import json
 import logging
 import sys
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import metadata
 from typing import Any
@@ -43,9 +50,12 @@ from pydantic import BaseModel, create_model
 from orchestrator.app import App
 from orchestrator.errors import InvalidInput
 from orchestrator.harness.engine import Caller
+from orchestrator.harness.principals import Principal
 from orchestrator.harness.provenance import DataEnvelope, wrap
 from orchestrator.harness.registry import Registry
 from orchestrator.harness.spec import Risk, ToolCall, ToolResult, ToolSpec, ToolStatus
+from orchestrator.people import resolve
+from orchestrator.store.people import PeopleStore
 from telemetry import names
 
 log = logging.getLogger(__name__)
@@ -55,7 +65,6 @@ log = logging.getLogger(__name__)
 DEFAULT_CAPABILITIES = frozenset(
     {"corpus.search", "corpus.read", "saga.submit", "saga.status", "saga.show", "publish"}
 )
-MIN_TOKEN_LENGTH = 16
 HINTS: dict[Risk, dict[str, bool]] = {
     Risk.READ_ONLY: {"read_only_hint": True},
     Risk.REVERSIBLE_WRITE: {"read_only_hint": False, "destructive_hint": False, "idempotent_hint": True},
@@ -69,6 +78,7 @@ HINTS: dict[Risk, dict[str, bool]] = {
 class Identity:
     actor: str
     capabilities: frozenset[str]
+    principal: Principal | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not self.actor.strip() or len(self.actor) > 100 or any(c in self.actor for c in "\r\n\t"):
@@ -91,44 +101,24 @@ def parse_capabilities(wanted_names: list[str] | None, registry: Registry) -> fr
     return wanted
 
 
-class TokenTable:
-    """Bearer tokens to identities; the SDK's `TokenVerifier` for the HTTP transport."""
+class UserTokens:
+    """The user store as the SDK's `TokenVerifier` for the HTTP transport."""
 
-    def __init__(self, entries: Mapping[str, Identity]) -> None:
-        self._entries = [(token.encode(), identity) for token, identity in entries.items()]
-
-    @classmethod
-    def parse(cls, text: str | None, registry: Registry) -> TokenTable:
-        """``TOKEN=NAME:cap1+cap2,…``; a token without capabilities gets `DEFAULT_CAPABILITIES`."""
-        entries: dict[str, Identity] = {}
-        for item in filter(None, (part.strip() for part in (text or "").split(","))):
-            token, sep, rest = item.rpartition("=")
-            name, _, caps = rest.partition(":")
-            if not sep or len(token) < MIN_TOKEN_LENGTH or token in entries:
-                raise InvalidInput(
-                    f"PRESSROOM_MCP_TOKENS: entries are TOKEN=NAME[:cap+cap], tokens unique, >= {MIN_TOKEN_LENGTH} chars"
-                )
-            entries[token] = Identity(name, parse_capabilities(caps.split("+") if caps else None, registry))
-        return cls(entries)
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def lookup(self, presented: str) -> Identity | None:
-        found = None
-        for token, identity in self._entries:  # every entry is compared: no early exit to time
-            if hmac.compare_digest(token, presented.encode()):
-                found = identity
-        return found
+    def __init__(self, people: PeopleStore) -> None:
+        self.people = people
 
     async def verify_token(self, token: str) -> AccessToken | None:
-        identity = self.lookup(token)
-        if identity is None:
+        principal = await anyio.to_thread.run_sync(self.people.authenticate, token)
+        if principal is None:
             return None
         subject = hashlib.sha256(token.encode()).hexdigest()[:16]  # binds an HTTP session to its token
         return AccessToken(
-            token=token, client_id=identity.actor, scopes=sorted(identity.capabilities), subject=subject
+            token=token, client_id=principal.id, scopes=sorted(DEFAULT_CAPABILITIES), subject=subject
         )
+
+
+def identity_of_principal(principal: Principal, capabilities: frozenset[str]) -> Identity:
+    return Identity(principal.display, capabilities, principal)
 
 
 def caller_for(identity: Identity, arguments: Mapping[str, Any]) -> Caller:
@@ -138,6 +128,7 @@ def caller_for(identity: Identity, arguments: Mapping[str, Any]) -> Caller:
     return Caller(
         actor=identity.actor,
         capabilities=identity.capabilities,
+        principal=identity.principal,
         saga_id=saga_id,
         span_attributes={names.ATTR_SAGA_ID: saga_id} if saga_id else {},
     )
@@ -252,10 +243,11 @@ def build_server(app: App, identity_of: IdentityOf) -> Server[Any]:
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        identity = identity_of(ctx)
+        identity = await anyio.to_thread.run_sync(identity_of, ctx)
         if identity is None:  # HTTP answers 401 before this; a second lock, not the first
             return types.CallToolResult(
-                content=[types.TextContent(text="refused: no identity")], is_error=True
+                content=[types.TextContent(text="refused: not authenticated (unknown or revoked token)")],
+                is_error=True,
             )
         # The harness does database and destination I/O: keep it off the event loop.
         return await anyio.to_thread.run_sync(call, identity, params.name, dict(params.arguments or {}))
@@ -271,15 +263,23 @@ def build_server(app: App, identity_of: IdentityOf) -> Server[Any]:
 
 
 # -- transports ---------------------------------------------------------------
-def http_identity(ctx: ServerRequestContext[Any, Any]) -> Identity | None:
-    """The identity of this HTTP request's bearer token (set by the auth middleware)."""
-    user = (getattr(ctx.request, "scope", None) or {}).get("user")
-    if not isinstance(user, AuthenticatedUser):
-        return None
-    return Identity(user.access_token.client_id, frozenset(user.access_token.scopes))
+def http_identity(people: PeopleStore) -> IdentityOf:
+    """The identity of an HTTP request's bearer token, looked up again for every call
+    (the auth middleware checked it before the session began; a revoke since stops it)."""
+
+    def identity_of(ctx: ServerRequestContext[Any, Any]) -> Identity | None:
+        user = (getattr(ctx.request, "scope", None) or {}).get("user")
+        if not isinstance(user, AuthenticatedUser):
+            return None
+        principal = people.authenticate(user.access_token.token)
+        if principal is None:
+            return None
+        return identity_of_principal(principal, frozenset(user.access_token.scopes))
+
+    return identity_of
 
 
-def http_app(server: Server[Any], tokens: TokenTable, host: str) -> Any:
+def http_app(server: Server[Any], tokens: UserTokens, host: str) -> Any:
     """Streamable HTTP at ``/mcp`` behind a bearer token: the SDK's own parts, put together."""
     from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
     from mcp.server.transport_security import TransportSecuritySettings
@@ -305,7 +305,7 @@ def http_app(server: Server[Any], tokens: TokenTable, host: str) -> Any:
     )
 
 
-def run_mcp(*, transport: str, host: str, port: int, actor: str, capabilities: str | None) -> None:
+def run_mcp(*, transport: str, host: str, port: int, actor: str | None, capabilities: str | None) -> None:
     """Serve until the client goes away (stdio) or the process is stopped (HTTP)."""
     from orchestrator.bootstrap import build_app
     from orchestrator.config import Settings
@@ -315,22 +315,35 @@ def run_mcp(*, transport: str, host: str, port: int, actor: str, capabilities: s
     settings = Settings()
     start_tracing("pressroom-mcp", settings)
     app = build_app(settings)
+    if settings.mcp_tokens:
+        raise InvalidInput(
+            "PRESSROOM_MCP_TOKENS is retired: add users (`pressroom users add NAME --role ROLE`) and "
+            "give each client its user's token"
+        )
     if transport == "stdio":
         caps = parse_capabilities(capabilities.split(",") if capabilities is not None else None, app.registry)
-        identity = Identity(actor.strip(), caps)
-        log.info("MCP over stdio as %s with %s", identity.actor, ", ".join(sorted(caps)))
+        token = settings.token.get_secret_value() if settings.token is not None else None
+        principal = resolve(app.people, token=token, claimed=actor, default="mcp-client")
+        identity = identity_of_principal(principal, caps)
+        mode = "closed" if principal.verified else "open"
+        log.info("MCP over stdio as %s (%s mode) with %s", identity.actor, mode, ", ".join(sorted(caps)))
         anyio.run(_serve_stdio, build_server(app, lambda _ctx: identity))
         return
-    tokens = TokenTable.parse(settings.mcp_tokens, app.registry)
-    if not tokens:
-        raise InvalidInput("pressroom mcp --transport http needs PRESSROOM_MCP_TOKENS=TOKEN=NAME:cap1+cap2,…")
+    if app.people.is_open():
+        raise InvalidInput(
+            "pressroom mcp --transport http needs users: add one (`pressroom users add NAME --role admin`) "
+            "and give each client its user's token"
+        )
     if capabilities is not None:
-        log.warning("--capabilities is for stdio; over HTTP each token carries its own")
+        log.warning("--capabilities is for stdio; over HTTP each user's roles decide")
     import uvicorn
 
-    log.info("MCP over streamable HTTP on http://%s:%d/mcp (%d tokens)", host, port, len(tokens))
+    log.info("MCP over streamable HTTP on http://%s:%d/mcp (closed mode)", host, port)
     uvicorn.run(
-        http_app(build_server(app, http_identity), tokens, host), host=host, port=port, log_config=None
+        http_app(build_server(app, http_identity(app.people)), UserTokens(app.people), host),
+        host=host,
+        port=port,
+        log_config=None,
     )
 
 
@@ -341,4 +354,12 @@ async def _serve_stdio(server: Server[Any]) -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
-__all__ = ["DEFAULT_CAPABILITIES", "Identity", "TokenTable", "build_server", "caller_for", "run_mcp"]
+__all__ = [
+    "DEFAULT_CAPABILITIES",
+    "Identity",
+    "UserTokens",
+    "build_server",
+    "caller_for",
+    "identity_of_principal",
+    "run_mcp",
+]

@@ -106,9 +106,9 @@ def register(cli: click.Group, pass_ctx: Any) -> None:
     @click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True)
     @click.option("--host", default="127.0.0.1", show_default=True)
     @click.option("--port", type=int, default=8765, show_default=True)
-    @click.option("--as", "actor", default="mcp-client", show_default=True, help="Identity over stdio.")
+    @click.option("--as", "actor", default=None, help="Identity over stdio (open mode; default mcp-client).")
     @click.option("--capabilities", default=None, help="Comma-separated capabilities over stdio.")
-    def mcp(transport: str, host: str, port: int, actor: str, capabilities: str | None) -> None:
+    def mcp(transport: str, host: str, port: int, actor: str | None, capabilities: str | None) -> None:
         """MCP server over the same registry and policy."""
         from orchestrator.entrypoints.mcp_server import run_mcp
 

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from orchestrator.errors import (
     ApprovalRefused,
+    ApproverLapsed,
     DestinationError,
     IdempotencyConflict,
     PressroomError,
@@ -31,6 +32,7 @@ from orchestrator.harness.digests import args_digest
 from orchestrator.harness.parse import DEFAULT_LIMITS, ParseLimits, ParseRefused, bounded_parse
 from orchestrator.harness.policy import Action, AwaitApproval, PolicyState, Reject, decide
 from orchestrator.harness.ports import NO_READS, EventTimes, HarnessStore, LedgerView
+from orchestrator.harness.principals import Principal, acting, tool_refusal
 from orchestrator.harness.registry import Registry
 from orchestrator.harness.spec import (
     NO_PROBE,
@@ -53,6 +55,8 @@ class Caller:
     capabilities: Capabilities
     saga_id: str | None = None
     span_attributes: dict[str, Any] = field(default_factory=dict)
+    # The person behind the call (MCP); None: the saga's own agent, bound by its capabilities.
+    principal: Principal | None = None
 
 
 def _now() -> datetime:
@@ -99,7 +103,7 @@ class Harness:
         attrs = {names.ATTR_TOOL: proposal.tool, **caller.span_attributes}
         if caller.saga_id:
             attrs[names.ATTR_SAGA_ID] = caller.saga_id
-        with spans.action_span(proposal.tool, attrs):
+        with acting(caller.principal), spans.action_span(proposal.tool, attrs):
             times = EventTimes(proposed_at=self._clock())
             with spans.phase(names.PROPOSAL, attrs):
                 prepared = self._prepare(proposal, caller, times, attrs)
@@ -135,6 +139,10 @@ class Harness:
     def _authorize_and_run(self, c: _Call) -> ToolResult:
         with spans.phase(names.AUTHORIZATION, c.attrs):
             c.times.authorized_at = self._clock()
+            # Who, before what: the caller's role is checked before any approval is read.
+            who = tool_refusal(c.caller.principal, c.spec.name)
+            if who is not None:
+                return self._refuse(c.proposal, c.caller, c.times, who)
             scope = self._approval_scope(c)
             # The ledger row, the saga's session and the approval, read together.
             if scope is not None:
@@ -197,6 +205,9 @@ class Harness:
                 if getattr(exc, "in_flight", False):
                     return self._in_flight(c)
                 return self._refuse(c.proposal, c.caller, c.times, str(exc))
+            except ApproverLapsed as exc:
+                lapsed = self._refuse(c.proposal, c.caller, c.times, str(exc))
+                return lapsed.model_copy(update={"output": {"approver_lapsed": True}})
             except ApprovalRefused as exc:
                 return self._refuse(c.proposal, c.caller, c.times, str(exc))
         return self._execute(c, intent_id)

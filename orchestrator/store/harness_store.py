@@ -16,12 +16,13 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from orchestrator.errors import ApprovalRefused, IdempotencyConflict
+from orchestrator.errors import ApprovalRefused, ApproverLapsed, IdempotencyConflict
 from orchestrator.harness.approvals import ApprovalBinding, ApprovalView
 from orchestrator.harness.checkpoints import GENESIS, AgentState, chain_hash
 from orchestrator.harness.ports import NO_READS, AuthorizationReads, EventTimes, LedgerView
 from orchestrator.harness.principals import current_principal
 from orchestrator.store.db import unit_of_work
+from orchestrator.store.people import approver_lapse
 from orchestrator.store.tables import (
     ApprovalRow,
     CheckpointRow,
@@ -196,6 +197,7 @@ class SqlHarnessStore:
                     s.get(SagaRow, saga_id, with_for_update=True)
                 if approval_id is not None:
                     _consume(s, approval_id, execution or "", now)
+                    _approver_still_reviewer(s, approval_id)
                 if key:
                     _ledger_pending(s, key, state, saga_id, now, now + timedelta(seconds=claim_seconds))
                 prev = s.exec(
@@ -307,6 +309,14 @@ def _consume(s: Session, approval_id: str, execution: str, now: datetime) -> Non
         raise ApprovalRefused("approval expired", approval_id=approval_id)
     if row.consumed_by != execution:
         raise ApprovalRefused("approval was already used by another execution", approval_id=approval_id)
+
+
+def _approver_still_reviewer(s: Session, approval_id: str) -> None:
+    """In the pre-execute transaction: the approver is still an active reviewer (closed mode)."""
+    row = s.get(ApprovalRow, approval_id)
+    why = approver_lapse(s, row.approver_id, row.approver) if row is not None else None
+    if why:
+        raise ApproverLapsed(why, approval_id=approval_id)
 
 
 def _ledger_pending(

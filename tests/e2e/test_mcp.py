@@ -21,7 +21,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -51,8 +51,6 @@ INJECTED = "friends-book-sale.md"  # asks to publish to a foreign webhook and to
 BRIEF = "The history of the Millbrook public library network and its branches"
 SECRET = "e2e-mcp-signing-key-0123456789abcdef"
 STARTUP = 30.0  # seconds a server may take to answer its first message
-ALICE_TOKEN = "alice-token-" + "a" * 32
-BOB_TOKEN = "bob-token-" + "b" * 32
 
 # What each risk class must say to a client (MCP tool annotations).
 EXPECTED_HINTS = {
@@ -68,6 +66,8 @@ class World:
     """One test's database, site folder and environment, shared by every process."""
 
     root: Path
+    token: str | None = None  # closed mode: the admin's token, for the CLI helpers
+    tokens: dict[str, str] = field(default_factory=dict)
 
     @property
     def db(self) -> Path:
@@ -92,7 +92,16 @@ class World:
     def process_env(self, broker: str = "inline://", **extra: str) -> dict[str, str]:
         """This machine's environment without stray Pressroom or OpenTelemetry settings, plus ours."""
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PRESSROOM_", "OTEL_"))}
+        if self.token:
+            env["PRESSROOM_TOKEN"] = self.token
         return {**env, **self.env(broker, **extra)}
+
+    def add_user(self, name: str, *roles: str) -> str:
+        """`pressroom users add` (the first one needs no token); the new token."""
+        args = [arg for role in roles for arg in ("--role", role)]
+        token = str(self.cli("users", "add", name, *args)["token"])
+        self.tokens[name] = token
+        return token
 
     def rows(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
         with sqlite3.connect(self.db) as conn:
@@ -443,12 +452,16 @@ def free_port() -> int:
 
 @pytest.fixture
 def http_server(world: World) -> Iterator[str]:
+    """Closed mode: an admin, alice (reviewer: may read, may not submit or publish) and
+    bob (author and operator); the server takes their tokens from the user store."""
     port = free_port()
-    tokens = f"{ALICE_TOKEN}=alice:saga.status+corpus.read,{BOB_TOKEN}=bob"
+    world.token = world.add_user("admin", "admin", "author")
+    world.add_user("alice", "reviewer")
+    world.add_user("bob", "author", "operator")
     log = open(world.root / "mcp-http.log", "w")
     process = subprocess.Popen(
         [str(PRESSROOM), "mcp", "--transport", "http", "--port", str(port)],
-        env=world.process_env(PRESSROOM_MCP_TOKENS=tokens),
+        env=world.process_env(),
         cwd=world.root,
         stdin=subprocess.DEVNULL,
         stdout=log,
@@ -500,9 +513,10 @@ def test_http_needs_a_known_bearer_token(world: World, http_server: str) -> None
     async def scenario() -> None:
         async with httpx2.AsyncClient(timeout=10) as plain:
             assert (await plain.get(http_server)).status_code == 401
-            wrong = {"Authorization": "Bearer " + ALICE_TOKEN[:-1] + "x"}
+            alice = world.tokens["alice"]
+            wrong = {"Authorization": "Bearer " + alice[:-1] + ("x" if alice[-1] != "x" else "y")}
             assert (await plain.get(http_server, headers=wrong)).status_code == 401
-        for token in (None, "not-a-token", ALICE_TOKEN + "x"):
+        for token in (None, "not-a-token", world.tokens["alice"] + "x"):
             try:
                 async with http_session(http_server, token) as session:
                     await session.list_tools()
@@ -516,13 +530,15 @@ def test_http_needs_a_known_bearer_token(world: World, http_server: str) -> None
 
 
 @pytest.mark.parametrize("era", ["handshake", "modern"])
-def test_http_identity_and_capabilities_come_from_the_token(world: World, http_server: str, era: str) -> None:
+def test_http_identity_and_roles_come_from_the_token(world: World, http_server: str, era: str) -> None:
+    """Was `…capabilities_come_from_the_token` (PRESSROOM_MCP_TOKENS): the token's user
+    and roles now come from the user store; alice (reviewer) may read but not submit."""
     saga = world.submit()
     submit_args = {"brief": BRIEF, "corpus": str(CORPUS), "destinations": [world.dest]}
     alice_caps = frozenset({"saga.status", "corpus.read"})
 
     async def scenario() -> None:
-        async with http_session(http_server, ALICE_TOKEN, era) as alice:
+        async with http_session(http_server, world.tokens["alice"], era) as alice:
             check_listing(world, await alice.list_tools())
             status = await alice.call_tool("saga.status", {"saga_id": saga["saga_id"]})
             assert status_of(status) == "ok"
@@ -532,7 +548,7 @@ def test_http_identity_and_capabilities_come_from_the_token(world: World, http_s
             assert world.local("saga.submit", submit_args, "alice", alice_caps).status.value == "rejected"
             denied = await alice.call_tool("approval.grant", {"saga_id": saga["saga_id"]})
             assert status_of(denied) == "rejected"
-        async with http_session(http_server, BOB_TOKEN, era) as bob:  # no capabilities named: the defaults
+        async with http_session(http_server, world.tokens["bob"], era) as bob:
             injected = await bob.call_tool("corpus.read", {"saga_id": saga["saga_id"], "source": INJECTED})
             assert status_of(injected) == "ok"
             assert structured(injected)["flags"] == ["suspicious-instructions"]

@@ -18,6 +18,7 @@ PURE = [
     "orchestrator.harness.provenance",
     "orchestrator.harness.digests",
     "orchestrator.harness.textfold",
+    "orchestrator.harness.principals",
     "orchestrator.routing",
     "roles.artifacts",
     "roles.injection",
