@@ -31,7 +31,7 @@ def free_port() -> int:
 
 def _answers(url: str) -> bool:
     try:
-        return httpx.get(url + "/api/sagas", timeout=2).status_code == 200
+        return httpx.get(url + "/sign-in", timeout=2).status_code == 200
     except httpx.HTTPError:
         return False
 
