@@ -34,8 +34,11 @@ and then accepts only loopback `Host` headers (so a DNS-rebinding page cannot
 talk to it). Against cross-site requests from the reviewer's own browser:
 API POSTs must be `Content-Type: application/json`, which a page on another
 site cannot send without a CORS preflight (no CORS headers are served), and
-the pages' forms carry a per-process form token (see `web.py`). Bind another
-address only behind a proxy that authenticates.
+every form post of the pages must come from this site (Origin or Referer)
+and carry the visitor's form token (see `web.py` and `web_auth.py`). In
+closed mode the pages need a signed-in session or a trusted proxy's user
+(`docs/security-web.md`). Bind another address only in closed mode or behind
+a proxy that authenticates.
 """
 
 from __future__ import annotations

@@ -2,9 +2,11 @@
 
 Routes: `GET /` (every saga), `GET /sagas/{id}` (status, destinations, the
 head version with its citations, review and flagged sources, the versions,
-the history, and the approve and reject forms), `GET /sagas/{id}/versions/{n}`,
+the history, and the approve, reject, edit and cancel forms, each shown to
+the roles that may use it), `GET /sagas/{id}/versions/{n}`,
 `GET /sagas/{id}/diff/{n}/{m}`, `POST /sagas/{id}/approve`,
-`POST /sagas/{id}/reject`, and sign-in: `GET|POST /sign-in`, `POST /sign-out`.
+`POST /sagas/{id}/reject`, `POST /sagas/{id}/edit` (a new version from the
+form's markdown), `POST /sagas/{id}/cancel`, and sign-in: `GET|POST /sign-in`, `POST /sign-out`.
 A form that succeeds answers 303 back to the saga page; one that is refused
 shows the page again with the error and the status of the error table
 (400, 403, 404, 409).
@@ -30,6 +32,8 @@ before signing in again (closed mode) is refused; reload the page.
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, quote
 
@@ -49,15 +53,18 @@ from orchestrator.harness.principals import Principal
 from orchestrator.people import check_claim
 
 MAX_FORM_BYTES = 64 * 1024
+MAX_EDIT_BYTES = 1024 * 1024  # an edit carries a whole document
 MAX_FORM_FIELDS = 20
 
 NOTICES = {
     "approved": "Approval recorded for the version shown; publishing follows. The destinations show the outcome.",
     "rejected": "Rejected: the writer is preparing a new version with your reason.",
+    "edited": "Saved as a new version; the automated review runs again before it can be approved.",
+    "cancelled": "Cancelled: nothing more is published, and what was published is compensated.",
 }
 
 # The fields a refused form is shown again with (never the token).
-_ECHOED_FIELDS = ("name", "expires_in", "reason")
+_ECHOED_FIELDS = ("name", "expires_in", "reason", "markdown")
 
 SagaData = tuple[dict[str, Any], dict[str, Any] | None, dict[str, Any] | None]
 
@@ -92,6 +99,14 @@ def _actor(visitor: Visitor, form: dict[str, str]) -> Principal | str:
     return principal
 
 
+def _edit_text(app: App, saga_id: str, markdown: str, actor: Principal | str) -> dict[str, Any]:
+    """`services.edit` takes a file, as the CLI does: hand it the form's text in a private one."""
+    with tempfile.TemporaryDirectory(prefix="pressroom-edit-") as folder:
+        path = Path(folder) / "version.md"
+        path.write_text(markdown, encoding="utf-8")
+        return services.edit(app, saga_id, path=str(path), actor=actor)
+
+
 class WebPages:
     """The page routes over one `App`, with the sign-in that says who is visiting."""
 
@@ -107,6 +122,8 @@ class WebPages:
             Route("/sagas/{saga_id}/diff/{a:int}/{b:int}", self.diff, methods=["GET"]),
             Route("/sagas/{saga_id}/approve", self.approve, methods=["POST"]),
             Route("/sagas/{saga_id}/reject", self.reject, methods=["POST"]),
+            Route("/sagas/{saga_id}/edit", self.edit, methods=["POST"]),
+            Route("/sagas/{saga_id}/cancel", self.cancel, methods=["POST"]),
             Route("/sign-in", self.sign_in_page, methods=["GET"]),
             Route("/sign-in", self.sign_in, methods=["POST"]),
             Route("/sign-out", self.sign_out, methods=["POST"]),
@@ -218,6 +235,36 @@ class WebPages:
             return await self._refused(visitor, saga_id, exc, form)
         return RedirectResponse(pages.saga_href(out["saga_id"]) + "?done=rejected", status_code=303)
 
+    async def edit(self, request: Request) -> Response:
+        saga_id = request.path_params["saga_id"]
+        visitor = await self._visitor(request)
+        form = await self._form(request, visitor, limit=MAX_EDIT_BYTES)
+        try:
+            actor = _actor(visitor, form)
+            # A browser sends a textarea's line breaks as CRLF; the document keeps LF.
+            markdown = form.get("markdown", "").replace("\r\n", "\n")
+            if not markdown.strip():
+                raise InvalidInput("the markdown is empty")
+            out = await run_in_threadpool(_edit_text, self.app, saga_id, markdown, actor)
+        except (NotFound, NotAuthenticated):
+            raise
+        except PressroomError as exc:
+            return await self._refused(visitor, saga_id, exc, form)
+        return RedirectResponse(pages.saga_href(out["saga_id"]) + "?done=edited", status_code=303)
+
+    async def cancel(self, request: Request) -> Response:
+        saga_id = request.path_params["saga_id"]
+        visitor = await self._visitor(request)
+        form = await self._form(request, visitor)
+        try:
+            actor = _actor(visitor, form)
+            out = await run_in_threadpool(lambda: services.cancel(self.app, saga_id, actor=actor))
+        except (NotFound, NotAuthenticated):
+            raise
+        except PressroomError as exc:
+            return await self._refused(visitor, saga_id, exc, form)
+        return RedirectResponse(pages.saga_href(out["saga_id"]) + "?done=cancelled", status_code=303)
+
     async def _refused(
         self, visitor: Visitor, saga_id: str, error: PressroomError, form: dict[str, str]
     ) -> Response:
@@ -267,12 +314,14 @@ class WebPages:
         return answer
 
     # -- forms -------------------------------------------------------------
-    async def _form(self, request: Request, visitor: Visitor, *, acting: bool = True) -> dict[str, str]:
+    async def _form(
+        self, request: Request, visitor: Visitor, *, acting: bool = True, limit: int = MAX_FORM_BYTES
+    ) -> dict[str, str]:
         """The url-encoded form, after its origin and token are checked (403 otherwise;
         401 for a form that acts when nobody is signed in)."""
         if media_type(request) != "application/x-www-form-urlencoded":
             raise HTTPException(415, "forms must be sent as application/x-www-form-urlencoded")
-        body = await read_body(request, MAX_FORM_BYTES)
+        body = await read_body(request, limit)
         try:
             pairs = parse_qsl(
                 body.decode("utf-8"),
@@ -289,4 +338,4 @@ class WebPages:
         return form
 
 
-__all__ = ["MAX_FORM_BYTES", "NOTICES", "WebPages", "load_saga"]
+__all__ = ["MAX_EDIT_BYTES", "MAX_FORM_BYTES", "NOTICES", "WebPages", "load_saga"]

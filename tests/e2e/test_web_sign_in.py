@@ -298,3 +298,44 @@ def test_open_mode_says_so_in_the_header(tmp_path: Path) -> None:
         sign_in_page = httpx.get(url + "/sign-in", timeout=60)
         assert "no one to sign in as" in sign_in_page.text
         assert "Token" not in sign_in_page.text
+
+
+def test_edit_and_cancel_forms_act_as_the_signed_in_author_and_operator(site: Site) -> None:
+    saga = f"/sagas/{site.saga_id}"
+    with site.client() as rita:
+        sign_in(site, rita, "rita")
+        page = rita.get(saga).text
+        assert f'action="{saga}/edit"' not in page and f'action="{saga}/cancel"' not in page
+        token = form_token(page)
+        for action, data in (("edit", {"markdown": "# Mine\n\nText.\n"}), ("cancel", {})):
+            refused = rita.post(
+                f"{saga}/{action}", data={"form_token": token, **data}, headers={"origin": site.url}
+            )
+            assert refused.status_code == 403, action
+            assert "NotPermitted" in refused.text
+    with site.client() as sam:
+        sign_in(site, sam, "sam")
+        page = sam.get(saga).text
+        assert f'action="{saga}/edit"' in page and "<textarea" in page
+        edited = sam.post(
+            f"{saga}/edit",
+            data={
+                "form_token": form_token(page, f"{saga}/edit"),
+                "markdown": "# Edited\r\n\r\nNew text.\r\n",
+            },
+            headers={"origin": site.url},
+        )
+        assert edited.status_code == 303, edited.text
+        assert edited.headers["location"].endswith("?done=edited")
+    shown = site.as_user("admin").json("show", site.saga_id, "--version", "2")
+    assert (shown["author"], shown["markdown"]) == ("sam", "# Edited\n\nNew text.\n")
+    with site.client() as otto:
+        sign_in(site, otto, "otto")
+        page = otto.get(saga).text
+        cancelled = otto.post(
+            f"{saga}/cancel",
+            data={"form_token": form_token(page, f"{saga}/cancel")},
+            headers={"origin": site.url},
+        )
+        assert cancelled.status_code == 303, cancelled.text
+    assert site.state() == "cancelled"
