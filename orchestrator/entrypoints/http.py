@@ -37,7 +37,7 @@ site cannot send without a CORS preflight (no CORS headers are served), and
 every form post of the pages must come from this site (Origin or Referer)
 and carry the visitor's form token (see `web.py` and `web_auth.py`). In
 closed mode the pages need a signed-in session or a trusted proxy's user
-(`docs/security-web.md`). Bind another address only in closed mode or behind
+(`docs/security.md`). Bind another address only in closed mode or behind
 a proxy that authenticates.
 """
 

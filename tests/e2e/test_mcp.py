@@ -86,14 +86,13 @@ class World:
             "PRESSROOM_DATABASE_URL": f"sqlite:///{self.db}",
             "PRESSROOM_SECRET": SECRET,
             "PRESSROOM_BROKER_URL": broker,
+            **({"PRESSROOM_TOKEN": self.token} if self.token else {}),
             **extra,
         }
 
     def process_env(self, broker: str = "inline://", **extra: str) -> dict[str, str]:
         """This machine's environment without stray Pressroom or OpenTelemetry settings, plus ours."""
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PRESSROOM_", "OTEL_"))}
-        if self.token:
-            env["PRESSROOM_TOKEN"] = self.token
         return {**env, **self.env(broker, **extra)}
 
     def add_user(self, name: str, *roles: str) -> str:
