@@ -361,7 +361,7 @@ def serve(host: str = "127.0.0.1", port: int = 8080) -> None:
     allowed: set[str] | None = None
     if is_loopback(host):
         allowed = {*LOOPBACK_HOSTS, host.strip("[]").lower()}
-    else:
+    elif mode(app.people) == "open":
         log.warning("serving on %s without authentication: put an authenticating proxy in front", host)
     # proxy_headers off: the peer address must be the socket's, so that only
     # PRESSROOM_TRUSTED_PROXIES decide whose forwarded headers count (web_auth).

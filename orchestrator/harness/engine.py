@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -103,7 +104,10 @@ class Harness:
         attrs = {names.ATTR_TOOL: proposal.tool, **caller.span_attributes}
         if caller.saga_id:
             attrs[names.ATTR_SAGA_ID] = caller.saga_id
-        with acting(caller.principal), spans.action_span(proposal.tool, attrs):
+        # A person's call stamps its events with them; an agent's call keeps the person
+        # whose command it serves (a cancel's compensations), or none (a worker's message).
+        person = acting(caller.principal) if caller.principal is not None else nullcontext()
+        with person, spans.action_span(proposal.tool, attrs):
             times = EventTimes(proposed_at=self._clock())
             with spans.phase(names.PROPOSAL, attrs):
                 prepared = self._prepare(proposal, caller, times, attrs)
