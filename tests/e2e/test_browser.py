@@ -115,22 +115,22 @@ def test_a_reviewer_signs_in_and_approves_and_a_visitor_who_did_not_cannot(
         assert "/sign-in" in other.url
         assert "Approve" not in other.inner_text("body")
         # Post the approve form from a page of ours anyway, as a script would.
-        other.evaluate(
-            """([action]) => {
-                const form = document.createElement('form');
-                form.method = 'post';
-                form.action = action;
-                for (const [k, v] of [['version', '1'], ['name', 'rita'],
-                                      ['form_token', document.querySelector("input[name=form_token]").value]]) {
-                    const input = document.createElement('input');
-                    input.name = k; input.value = v; form.appendChild(input);
-                }
-                document.body.appendChild(form);
-                form.submit();
-            }""",
-            [f"/sagas/{saga_id}/approve"],
-        )
-        other.wait_for_load_state()
+        with other.expect_navigation(url=f"{url}/sagas/{saga_id}/approve"):
+            other.evaluate(
+                """([action]) => {
+                    const form = document.createElement('form');
+                    form.method = 'post';
+                    form.action = action;
+                    for (const [k, v] of [['version', '1'], ['name', 'rita'],
+                                          ['form_token', document.querySelector("input[name=form_token]").value]]) {
+                        const input = document.createElement('input');
+                        input.name = k; input.value = v; form.appendChild(input);
+                    }
+                    document.body.appendChild(form);
+                    form.submit();
+                }""",
+                [f"/sagas/{saga_id}/approve"],
+            )
         assert "not signed in" in other.inner_text("main")
         other.screenshot(path=str(tmp_path / "stranger.png"), full_page=True)
     finally:
@@ -187,8 +187,8 @@ def test_after_users_revoke_the_session_stops_working(
         done = _admin(env, cli, tokens).run("users", "revoke", "rita")
         assert done.returncode == 0, done.stderr
 
-        page.click("text=Approve v1")  # the form loaded before the revoke
-        page.wait_for_load_state()
+        with page.expect_navigation(url=f"{url}/sagas/{saga_id}/approve"):
+            page.click("text=Approve v1")  # the form loaded before the revoke
         assert "session has ended" in page.inner_text("main")
         page.screenshot(path=str(tmp_path / "revoked.png"), full_page=True)
         page.goto(f"{url}/sagas/{saga_id}")
