@@ -6,7 +6,9 @@ tests build a `Settings` and hand it to `bootstrap.build_app`.
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import re
 import secrets
 from pathlib import Path
 
@@ -56,6 +58,15 @@ class Settings(BaseSettings):
         default=None,
         description="hosts (joined by ',') that links and images in a version or page may point to; "
         "unset: none, so no external link or image at all",
+    )
+    # Web sign-in (orchestrator/entrypoints/web_auth.py).
+    session_ttl: float = Field(default=8 * 3600.0, gt=0, description="web session lifetime, seconds")
+    trusted_proxy_header: str | None = Field(
+        default=None, description="header naming the signed-in user, e.g. X-Forwarded-User"
+    )
+    trusted_proxies: str | None = Field(
+        default=None,
+        description="addresses/CIDRs (commas or spaces) whose proxy headers are believed; unset: none",
     )
     trace_file: Path | None = Field(
         default=None, description="JSON-lines span file used when OTEL_TRACES_EXPORTER=file"
@@ -110,6 +121,21 @@ class Settings(BaseSettings):
             return seconds(value if isinstance(value, int | float) else str(value))
         except Exception as exc:
             raise ValueError(str(exc)) from None
+
+    @field_validator("trusted_proxy_header")
+    @classmethod
+    def _header_name(cls, value: str | None) -> str | None:
+        value = (value or "").strip()
+        if value and not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}", value):
+            raise ValueError(f"not an HTTP header name: {value!r}")
+        return value or None
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxy_networks(cls, value: str | None) -> str | None:
+        for item in (value or "").replace(",", " ").split():
+            ipaddress.ip_network(item, strict=False)  # ValueError names the bad entry
+        return value
 
     def roots(self) -> list[Path]:
         """The allowed roots, resolved; empty when any folder is allowed."""

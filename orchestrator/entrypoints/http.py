@@ -35,8 +35,11 @@ and then accepts only loopback `Host` headers (so a DNS-rebinding page cannot
 talk to it). Against cross-site requests from the reviewer's own browser:
 API POSTs must be `Content-Type: application/json`, which a page on another
 site cannot send without a CORS preflight (no CORS headers are served), and
-the pages' forms carry a per-process form token (see `web.py`). Bind another
-address only behind a proxy that authenticates.
+every form post of the pages must come from this site (Origin or Referer)
+and carry the visitor's form token (see `web.py` and `web_auth.py`). In
+closed mode the pages need a signed-in session or a trusted proxy's user
+(`docs/security.md`). Bind another address only in closed mode or behind
+a proxy that authenticates.
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ from orchestrator.app import App
 from orchestrator.entrypoints import pages
 from orchestrator.entrypoints.http_support import LOOPBACK_HOSTS, Guard, media_type, read_body, status_for
 from orchestrator.entrypoints.web import WebPages
+from orchestrator.entrypoints.web_auth import WebAuth
 from orchestrator.errors import InvalidInput, PressroomError
 from orchestrator.harness.parse import ParseRefused, strict_loads
 from orchestrator.harness.principals import Principal
@@ -331,9 +335,18 @@ def create_app(
     """The ASGI application: API and pages over `app`.
 
     `allowed_hosts` (None: any) limits the `Host` header; `form_token` (None: a
-    fresh random one) is what the pages' forms must send back.
+    fresh random one) is what the pages' forms must send back in open mode
+    and on the sign-in form.
     """
-    web = WebPages(app, form_token or secrets.token_urlsafe(32))
+    auth = WebAuth(
+        app.people,
+        signing_key=app.signing_key,
+        form_token=form_token or secrets.token_urlsafe(32),
+        session_ttl=app.settings.session_ttl,
+        proxy_header=app.settings.trusted_proxy_header,
+        trusted_proxies=app.settings.trusted_proxies,
+    )
+    web = WebPages(app, auth)
     return Starlette(
         routes=[*Api(app).routes(), *web.routes()],
         middleware=[Middleware(Guard, allowed_hosts=allowed_hosts)],
@@ -380,7 +393,11 @@ def serve(host: str = "127.0.0.1", port: int = 8080) -> None:
         allowed = {*LOOPBACK_HOSTS, host.strip("[]").lower()}
     elif mode(app.people) == "open":
         log.warning("serving on %s without authentication: put an authenticating proxy in front", host)
-    uvicorn.run(create_app(app, allowed_hosts=allowed), host=host, port=port, server_header=False)
+    # proxy_headers off: the peer address must be the socket's, so that only
+    # PRESSROOM_TRUSTED_PROXIES decide whose forwarded headers count (web_auth).
+    uvicorn.run(
+        create_app(app, allowed_hosts=allowed), host=host, port=port, server_header=False, proxy_headers=False
+    )
 
 
 __all__ = [

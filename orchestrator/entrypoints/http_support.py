@@ -48,7 +48,9 @@ SECURITY_HEADERS: tuple[tuple[str, str], ...] = (
     ),
     ("x-frame-options", "DENY"),
     ("x-content-type-options", "nosniff"),
-    ("referrer-policy", "no-referrer"),
+    # same-origin, not no-referrer: under no-referrer a browser sends `Origin: null`
+    # with our own form posts, and the pages' origin check must see the real one.
+    ("referrer-policy", "same-origin"),
     ("cache-control", "no-store"),
 )
 

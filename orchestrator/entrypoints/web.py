@@ -2,30 +2,40 @@
 
 Routes: `GET /` (every saga), `GET /sagas/{id}` (status, destinations, the
 head version with its citations, review and flagged sources, the versions,
-the history, and the approve and reject forms), `GET /sagas/{id}/versions/{n}`,
-`GET /sagas/{id}/diff/{n}/{m}`, `POST /sagas/{id}/approve` and
-`POST /sagas/{id}/reject`. A form that succeeds answers 303 back to the saga
-page; one that is refused shows the page again with the error and the
-status of the error table (400, 404, 409).
+the history, and the approve, reject, edit and cancel forms, each shown to
+the roles that may use it), `GET /sagas/{id}/versions/{n}`,
+`GET /sagas/{id}/diff/{n}/{m}`, `POST /sagas/{id}/approve`,
+`POST /sagas/{id}/reject`, `POST /sagas/{id}/edit` (a new version from the
+form's markdown), `POST /sagas/{id}/cancel`, and sign-in: `GET|POST /sign-in`, `POST /sign-out`.
+A form that succeeds answers 303 back to the saga page; one that is refused
+shows the page again with the error and the status of the error table
+(400, 403, 404, 409).
 
 The approve form carries the number of the version rendered above it as a
 hidden field, so approving binds the version the reviewer read:
 `services.approve` refuses any other one (`StaleVersion`).
 
-Cross-site forms: every form carries a form token (hidden field
-`form_token`), random per server process and compared in constant time
-(`hmac.compare_digest`). A page on another site cannot read ours, so it
-cannot learn the token, and its POST is refused with 403. The token changes
-when the server restarts: a form loaded before a restart is refused; reload
-the page. This is not authentication: anyone who can load the pages can use
-the forms, under any name.
+Who acts (see `web_auth`): in open mode (no user exists) the name typed in
+the form, recorded as unverified, as before people existed. In closed mode
+the signed-in principal, handed to the services as a `Principal` (the forms
+have no name field); a visitor who is not signed in is sent to `/sign-in`
+by the pages and answered 401 by the forms, and a role without the
+permission is 403 (from the services).
+
+Cross-site forms: every POST must come from this site (`Origin`, or
+`Referer`; required in closed mode) and carry the visitor's form token
+(hidden field `form_token`): bound to the session in closed mode, random per
+server process in open mode and on the sign-in form, compared in constant
+time. Otherwise 403. A form loaded before a server restart (open mode) or
+before signing in again (closed mode) is refused; reload the page.
 """
 
 from __future__ import annotations
 
-import hmac
+import tempfile
+from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, quote
 
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -35,20 +45,26 @@ from starlette.routing import Route
 
 from orchestrator import services
 from orchestrator.app import App
-from orchestrator.entrypoints import pages
+from orchestrator.entrypoints import pages, web_rules
 from orchestrator.entrypoints.http_support import media_type, read_body, status_for
-from orchestrator.errors import InvalidInput, NotFound, PressroomError
+from orchestrator.entrypoints.web_auth import Visitor, WebAuth
+from orchestrator.errors import InvalidInput, NotAuthenticated, NotFound, PressroomError
+from orchestrator.harness.principals import Principal
+from orchestrator.people import check_claim
 
 MAX_FORM_BYTES = 64 * 1024
+MAX_EDIT_BYTES = 1024 * 1024  # an edit carries a whole document
 MAX_FORM_FIELDS = 20
 
 NOTICES = {
     "approved": "Approval recorded for the version shown; publishing follows. The destinations show the outcome.",
     "rejected": "Rejected: the writer is preparing a new version with your reason.",
+    "edited": "Saved as a new version; the automated review runs again before it can be approved.",
+    "cancelled": "Cancelled: nothing more is published, and what was published is compensated.",
 }
 
 # The fields a refused form is shown again with (never the token).
-_ECHOED_FIELDS = ("name", "expires_in", "reason")
+_ECHOED_FIELDS = ("name", "expires_in", "reason", "markdown")
 
 SagaData = tuple[dict[str, Any], dict[str, Any] | None, dict[str, Any] | None]
 
@@ -73,12 +89,30 @@ def _version_field(form: dict[str, str]) -> int:
     return int(text)
 
 
-class WebPages:
-    """The page routes over one `App`, with this process's form token."""
+def _actor(visitor: Visitor, form: dict[str, str]) -> Principal | str:
+    """Who acts: the signed-in principal (closed mode) or the typed name (open mode)."""
+    if visitor.mode == "open":
+        return form.get("name", "")
+    principal = WebAuth.acting(visitor)
+    if form.get("name", "").strip():
+        check_claim(principal, form["name"], "name")
+    return principal
 
-    def __init__(self, app: App, form_token: str) -> None:
+
+def _edit_text(app: App, saga_id: str, markdown: str, actor: Principal | str) -> dict[str, Any]:
+    """`services.edit` takes a file, as the CLI does: hand it the form's text in a private one."""
+    with tempfile.TemporaryDirectory(prefix="pressroom-edit-") as folder:
+        path = Path(folder) / "version.md"
+        path.write_text(markdown, encoding="utf-8")
+        return services.edit(app, saga_id, path=str(path), actor=actor)
+
+
+class WebPages:
+    """The page routes over one `App`, with the sign-in that says who is visiting."""
+
+    def __init__(self, app: App, auth: WebAuth) -> None:
         self.app = app
-        self.form_token = form_token
+        self.auth = auth
 
     def routes(self) -> list[Route]:
         return [
@@ -88,31 +122,63 @@ class WebPages:
             Route("/sagas/{saga_id}/diff/{a:int}/{b:int}", self.diff, methods=["GET"]),
             Route("/sagas/{saga_id}/approve", self.approve, methods=["POST"]),
             Route("/sagas/{saga_id}/reject", self.reject, methods=["POST"]),
+            Route("/sagas/{saga_id}/edit", self.edit, methods=["POST"]),
+            Route("/sagas/{saga_id}/cancel", self.cancel, methods=["POST"]),
+            Route("/sign-in", self.sign_in_page, methods=["GET"]),
+            Route("/sign-in", self.sign_in, methods=["POST"]),
+            Route("/sign-out", self.sign_out, methods=["POST"]),
         ]
+
+    async def _visitor(self, request: Request) -> Visitor:
+        return await run_in_threadpool(self.auth.visitor, request)
+
+    async def _reader(self, request: Request) -> tuple[Visitor, Response | None]:
+        """The visitor, and a redirect to sign-in when closed mode has nobody signed in."""
+        visitor = await self._visitor(request)
+        if visitor.mode == "closed" and not visitor.signed_in:
+            target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+            return visitor, RedirectResponse("/sign-in?next=" + quote(target, safe=""), status_code=303)
+        return visitor, None
 
     # -- reading -----------------------------------------------------------
     async def index(self, request: Request) -> Response:
+        visitor, away = await self._reader(request)
+        if away:
+            return away
         payload = await run_in_threadpool(services.status, self.app)
-        return HTMLResponse(pages.saga_list(payload))
+        return HTMLResponse(pages.saga_list(payload, viewer=self.auth.viewer(visitor)))
 
     async def saga(self, request: Request) -> Response:
+        visitor, away = await self._reader(request)
+        if away:
+            return away
         notice = NOTICES.get(request.query_params.get("done", ""))
-        return await self._saga_page(request.path_params["saga_id"], notice=notice)
+        return await self._saga_page(visitor, request.path_params["saga_id"], notice=notice)
 
     async def version(self, request: Request) -> Response:
+        visitor, away = await self._reader(request)
+        if away:
+            return away
         status, version, _ = await run_in_threadpool(
             load_saga, self.app, request.path_params["saga_id"], request.path_params["number"], False
         )
-        return HTMLResponse(pages.saga_page(status, version, None, token=self.form_token))
+        body = pages.saga_page(
+            status, version, None, token=self.auth.token_for(visitor), viewer=self.auth.viewer(visitor)
+        )
+        return HTMLResponse(body)
 
     async def diff(self, request: Request) -> Response:
+        visitor, away = await self._reader(request)
+        if away:
+            return away
         a, b = request.path_params["a"], request.path_params["b"]
         status = await run_in_threadpool(services.status, self.app, request.path_params["saga_id"])
         text = await run_in_threadpool(services.diff, self.app, status["saga_id"], a, b)
-        return HTMLResponse(pages.diff_page(status["saga_id"], a, b, text))
+        return HTMLResponse(pages.diff_page(status["saga_id"], a, b, text, viewer=self.auth.viewer(visitor)))
 
     async def _saga_page(
         self,
+        visitor: Visitor,
         saga_id: str,
         *,
         notice: str | None = None,
@@ -122,51 +188,140 @@ class WebPages:
         status, version, history = await run_in_threadpool(load_saga, self.app, saga_id, None, True)
         shown_error = f"{type(error).__name__}: {error}" if error is not None else None
         body = pages.saga_page(
-            status, version, history, token=self.form_token, notice=notice, error=shown_error, values=values
+            status,
+            version,
+            history,
+            token=self.auth.token_for(visitor),
+            notice=notice,
+            error=shown_error,
+            values=values,
+            viewer=self.auth.viewer(visitor),
         )
         return HTMLResponse(body, status_code=status_for(error) if error is not None else 200)
 
     # -- deciding ----------------------------------------------------------
     async def approve(self, request: Request) -> Response:
         saga_id = request.path_params["saga_id"]
-        form = await self._form(request)
+        visitor = await self._visitor(request)
+        form = await self._form(request, visitor)
         try:
+            actor = _actor(visitor, form)
+            version = _version_field(form)
+            expires_in = (form.get("expires_in") or "").strip() or None
             out = await run_in_threadpool(
-                _approve,
-                self.app,
-                saga_id,
-                _version_field(form),
-                form.get("name", ""),
-                form.get("expires_in"),
+                lambda: services.approve(
+                    self.app, saga_id, version=version, actor=actor, expires_in=expires_in
+                )
             )
-        except NotFound:
+        except (NotFound, NotAuthenticated):
             raise
         except PressroomError as exc:
-            return await self._refused(saga_id, exc, form)
+            return await self._refused(visitor, saga_id, exc, form)
         return RedirectResponse(pages.saga_href(out["saga_id"]) + "?done=approved", status_code=303)
 
     async def reject(self, request: Request) -> Response:
         saga_id = request.path_params["saga_id"]
-        form = await self._form(request)
+        visitor = await self._visitor(request)
+        form = await self._form(request, visitor)
         try:
+            actor = _actor(visitor, form)
+            reason = form.get("reason", "")
             out = await run_in_threadpool(
-                _reject, self.app, saga_id, form.get("name", ""), form.get("reason", "")
+                lambda: services.reject(self.app, saga_id, actor=actor, reason=reason)
             )
-        except NotFound:
+        except (NotFound, NotAuthenticated):
             raise
         except PressroomError as exc:
-            return await self._refused(saga_id, exc, form)
+            return await self._refused(visitor, saga_id, exc, form)
         return RedirectResponse(pages.saga_href(out["saga_id"]) + "?done=rejected", status_code=303)
 
-    async def _refused(self, saga_id: str, error: PressroomError, form: dict[str, str]) -> Response:
-        values = {k: form[k] for k in _ECHOED_FIELDS if k in form}
-        return await self._saga_page(saga_id, error=error, values=values)
+    async def edit(self, request: Request) -> Response:
+        saga_id = request.path_params["saga_id"]
+        visitor = await self._visitor(request)
+        form = await self._form(request, visitor, limit=MAX_EDIT_BYTES)
+        try:
+            actor = _actor(visitor, form)
+            # A browser sends a textarea's line breaks as CRLF; the document keeps LF.
+            markdown = form.get("markdown", "").replace("\r\n", "\n")
+            if not markdown.strip():
+                raise InvalidInput("the markdown is empty")
+            out = await run_in_threadpool(_edit_text, self.app, saga_id, markdown, actor)
+        except (NotFound, NotAuthenticated):
+            raise
+        except PressroomError as exc:
+            return await self._refused(visitor, saga_id, exc, form)
+        return RedirectResponse(pages.saga_href(out["saga_id"]) + "?done=edited", status_code=303)
 
-    async def _form(self, request: Request) -> dict[str, str]:
-        """The url-encoded form, after its token is checked (403 without the right one)."""
+    async def cancel(self, request: Request) -> Response:
+        saga_id = request.path_params["saga_id"]
+        visitor = await self._visitor(request)
+        form = await self._form(request, visitor)
+        try:
+            actor = _actor(visitor, form)
+            out = await run_in_threadpool(lambda: services.cancel(self.app, saga_id, actor=actor))
+        except (NotFound, NotAuthenticated):
+            raise
+        except PressroomError as exc:
+            return await self._refused(visitor, saga_id, exc, form)
+        return RedirectResponse(pages.saga_href(out["saga_id"]) + "?done=cancelled", status_code=303)
+
+    async def _refused(
+        self, visitor: Visitor, saga_id: str, error: PressroomError, form: dict[str, str]
+    ) -> Response:
+        values = {k: form[k] for k in _ECHOED_FIELDS if k in form}
+        return await self._saga_page(visitor, saga_id, error=error, values=values)
+
+    # -- signing in and out ------------------------------------------------
+    async def sign_in_page(self, request: Request) -> Response:
+        visitor = await self._visitor(request)
+        return self._sign_in_form(visitor, next_path=request.query_params.get("next"))
+
+    def _sign_in_form(
+        self, visitor: Visitor, *, next_path: str | None, error: str | None = None, status_code: int = 200
+    ) -> Response:
+        body = pages.render(
+            "sign_in.html",
+            title="Sign in",
+            viewer=self.auth.viewer(visitor),
+            token=self.auth.token_for(visitor),
+            next_path=web_rules.safe_next(next_path),
+            error=error or visitor.refused,
+        )
+        return HTMLResponse(body, status_code=status_code)
+
+    async def sign_in(self, request: Request) -> Response:
+        visitor = await self._visitor(request)
+        form = await self._form(request, visitor, acting=False)
+        next_path = web_rules.safe_next(form.get("next"))
+        if visitor.mode == "open":
+            raise InvalidInput("open mode: no user exists yet, so there is no one to sign in as")
+        principal = await run_in_threadpool(self.auth.people.authenticate, form.get("token", "").strip())
+        if principal is None:
+            why = "the token is unknown or revoked; ask an admin for a new one (pressroom users token NAME)"
+            return self._sign_in_form(visitor, next_path=next_path, error=why, status_code=401)
+        answer = RedirectResponse(next_path, status_code=303)
+        if visitor.session_id is not None:  # signing in again replaces the old session
+            await run_in_threadpool(self.auth.people.end_session, visitor.session_id)
+        await run_in_threadpool(self.auth.start_session, principal, answer, secure=visitor.secure)
+        return answer
+
+    async def sign_out(self, request: Request) -> Response:
+        visitor = await self._visitor(request)
+        if visitor.signed_in:  # a visitor already signed out only loses a dead cookie
+            await self._form(request, visitor, acting=False)
+        answer = RedirectResponse("/sign-in", status_code=303)
+        await run_in_threadpool(self.auth.end_session, visitor, answer)
+        return answer
+
+    # -- forms -------------------------------------------------------------
+    async def _form(
+        self, request: Request, visitor: Visitor, *, acting: bool = True, limit: int = MAX_FORM_BYTES
+    ) -> dict[str, str]:
+        """The url-encoded form, after its origin and token are checked (403 otherwise;
+        401 for a form that acts when nobody is signed in)."""
         if media_type(request) != "application/x-www-form-urlencoded":
             raise HTTPException(415, "forms must be sent as application/x-www-form-urlencoded")
-        body = await read_body(request, MAX_FORM_BYTES)
+        body = await read_body(request, limit)
         try:
             pairs = parse_qsl(
                 body.decode("utf-8"),
@@ -179,22 +334,8 @@ class WebPages:
         form: dict[str, str] = {}
         for key, value in pairs:
             form.setdefault(key, value)
-        sent = form.get(pages.FORM_TOKEN_FIELD, "")
-        if not hmac.compare_digest(sent.encode(), self.form_token.encode()):
-            raise HTTPException(
-                403, "the form token is missing or out of date; reload the page and try again"
-            )
+        self.auth.check_post(request, visitor, form.get(pages.FORM_TOKEN_FIELD, ""), acting=acting)
         return form
 
 
-def _approve(app: App, saga_id: str, version: int, name: str, expires_in: str | None) -> dict[str, Any]:
-    return services.approve(
-        app, saga_id, version=version, actor=name, expires_in=(expires_in or "").strip() or None
-    )
-
-
-def _reject(app: App, saga_id: str, name: str, reason: str) -> dict[str, Any]:
-    return services.reject(app, saga_id, actor=name, reason=reason)
-
-
-__all__ = ["MAX_FORM_BYTES", "NOTICES", "WebPages", "load_saga"]
+__all__ = ["MAX_EDIT_BYTES", "MAX_FORM_BYTES", "NOTICES", "WebPages", "load_saga"]
