@@ -107,7 +107,10 @@ def test_a_message_recovered_after_a_kill_stays_in_the_saga_trace(traced, tmp_pa
     procs.relay()
     worker = procs.worker("worker-1")
     corpus = big_corpus(tmp_path / "big")
-    sid = cli_json(env, "submit", "--brief", "library network branch volunteers", "--corpus", str(corpus),
+    # As in test_recovery: the submitter's corpus index lives elsewhere, so the worker's research
+    # builds its own index of 1,500 files and the kill lands mid-task.
+    submitter = {**env, "PRESSROOM_INDEX_DIR": str(tmp_path / "submitter-index")}
+    sid = cli_json(submitter, "submit", "--brief", "library network branch volunteers", "--corpus", str(corpus),
                    "--dest", f"site:{tmp_path / 'site'}")["saga_id"]
     wait_until(lambda: any(w.holder for w in _work(pg_url, sid, "research")), timeout=60, every=0.05,
                what="research to start")
