@@ -17,7 +17,6 @@ unequal or a scenario failed, so the comparison can fail.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -27,6 +26,7 @@ from typing import Any
 import click
 
 from evaluation.compare_scenarios import SCENARIOS, Measured, Scenario
+from evaluation.evidence import git_commit
 from evaluation.fault_scenarios import run_scenarios
 from evaluation.faults import Bench
 from evaluation.graph_runners import RUNNERS, GraphRunner, Wiring, contract_wiring, langgraph_install
@@ -124,7 +124,7 @@ def run_comparison(framework: str, wiring: Wiring = contract_wiring, command: st
     measured = missing is None
     return {
         "command": command or f"pressroom compare --framework {framework} --json",
-        "commit": _git_commit(),
+        "commit": git_commit(),
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "framework": info,
         "status": "measured" if measured else NOT_MEASURED,
@@ -134,21 +134,6 @@ def run_comparison(framework: str, wiring: Wiring = contract_wiring, command: st
         "all_equal": all(r["equal"] is True for r in rows) if measured else None,
         "warnings": warnings,
     }
-
-
-def _git_commit() -> str:
-    try:
-        done = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=Path(__file__).resolve().parent,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return done.stdout.strip() or "unknown"
 
 
 def _print_table(report: dict[str, Any]) -> None:

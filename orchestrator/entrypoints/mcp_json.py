@@ -135,7 +135,7 @@ class MarkDuplicates:
             try:
                 body = mark_duplicates(body.decode("utf-8")).encode("utf-8")
             except UnicodeDecodeError:
-                pass  # the SDK refuses it
+                pass  # not UTF-8: passed on as sent, and the SDK answers it with a parse error
         first = True
 
         async def replay() -> Message:
