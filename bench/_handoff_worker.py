@@ -47,12 +47,13 @@ from celery.signals import task_prerun
 from kombu import Queue  # type: ignore[attr-defined]
 
 import orchestrator.app as app_module
-from orchestrator.app import App, Finalizer
+from orchestrator.app import App
 from orchestrator.bootstrap import build_app
 from orchestrator.celery_app import EXCHANGE, make_celery, use_app
-from orchestrator.config import Settings
-from orchestrator.routing import TASKS
+from orchestrator.core.config import Settings
+from orchestrator.core.routing import TASKS
 from orchestrator.store.db import UnitOfWork, unit_of_work
+from outbox.handlers import Finalizer
 from outbox.inbox import claim
 from outbox.messages import Handoff
 
@@ -91,7 +92,7 @@ def stamp_phases(stamps: Stamps) -> None:
 
 
 def noop_handler(signals: Any, prerun: dict[str, float], stamps: Stamps) -> Callable[..., Finalizer]:
-    def handler(app: App, handoff: Handoff, holder: str) -> Finalizer:
+    def handler(handoff: Handoff, holder: str) -> Finalizer:
         handler_at = time.time()
 
         def finalize(uow: UnitOfWork) -> None:

@@ -60,9 +60,24 @@ def main() -> None:
         env = _env(work / "bench.db")
         corpus = str(ROOT / "roles" / "sample_corpus")
         submitted = subprocess.run(
-            [pressroom, "submit", "--brief", "the library network", "--corpus", corpus, "--dest", "memory:bench",
-             "--as", "bench", "--json"],
-            env=env, cwd=work, capture_output=True, text=True, check=True,
+            [
+                pressroom,
+                "submit",
+                "--brief",
+                "the library network",
+                "--corpus",
+                corpus,
+                "--dest",
+                "memory:bench",
+                "--as",
+                "bench",
+                "--json",
+            ],
+            env=env,
+            cwd=work,
+            capture_output=True,
+            text=True,
+            check=True,
         )
         saga_id = json.loads(submitted.stdout)["saga_id"]
         commands = {

@@ -164,7 +164,7 @@ class Bench:
 
         from orchestrator.bootstrap import build_app
         from orchestrator.celery_app import EXCHANGE, make_celery
-        from orchestrator.config import Settings
+        from orchestrator.core.config import Settings
         from orchestrator.store.db import unit_of_work
         from orchestrator.store.tables import SagaRow
 
@@ -238,8 +238,8 @@ class Bench:
 
     def floor(self) -> Callable[[], Sample]:
         """The minimal outbox + inbox design: one durable commit on each side, one send."""
+        from orchestrator.store.outbox_tables import OutboxRow
         from orchestrator.store.tables import new_id
-        from outbox.tables import OutboxRow
 
         app = self.build_app(self.settings)
         unit_of_work, saga_id, celery = self.unit_of_work, self.saga_id, self.celery
@@ -304,7 +304,7 @@ class Bench:
         return handoff
 
     def interleaved(self) -> tuple[dict[str, list[Sample]], float]:
-        from orchestrator.routing import RESEARCH, REVIEW
+        from orchestrator.core.routing import RESEARCH, REVIEW
 
         self.worker("shipped", "researcher,bench")
         paths: dict[str, Callable[[], Sample]] = {
@@ -333,7 +333,7 @@ class Bench:
         import psycopg
 
         from orchestrator.store.db import relaxed_commit
-        from outbox.tables import InboxRow
+        from orchestrator.store.outbox_tables import InboxRow
 
         plain = self.db_url.replace("postgresql+psycopg", "postgresql")
         durable_conn, no_flush_conn = psycopg.connect(plain), psycopg.connect(plain)
@@ -377,7 +377,7 @@ class Bench:
         return {kind: Stats(kind, s) for kind, s in out.items()}
 
     def relay_only(self) -> dict[str, list[float]]:
-        from orchestrator.routing import RESEARCH
+        from orchestrator.core.routing import RESEARCH
         from outbox.broker import NullBroker
 
         relay_app = self.build_app(self.settings, broker=NullBroker())

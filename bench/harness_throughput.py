@@ -238,7 +238,7 @@ def run_database(
     blocks: list[list[object]],
 ) -> list[dict[str, Any]]:
     from orchestrator.bootstrap import build_app
-    from orchestrator.config import Settings
+    from orchestrator.core.config import Settings
     from orchestrator.harness.capabilities import ROLE_CAPABILITIES
     from orchestrator.harness.engine import Caller
     from orchestrator.harness.spec import ToolCall, ToolContext, ToolStatus

@@ -43,12 +43,13 @@ from _common import (
 )
 from sqlalchemy import text
 
-from orchestrator.app import App, noop
+from orchestrator.app import App
 from orchestrator.bootstrap import build_app
-from orchestrator.config import Settings
-from orchestrator.routing import RESEARCH
+from orchestrator.core.config import Settings
+from orchestrator.core.routing import RESEARCH
 from orchestrator.store.db import make_engine, unit_of_work
 from orchestrator.store.tables import SagaRow
+from outbox.handlers import noop
 
 TITLE = "Retention: prune rate and a concurrent handoff"
 
@@ -93,9 +94,11 @@ def seed(url: str, sagas: int) -> float:
 
 def handoff_app(url: str) -> tuple[App, str]:
     app = build_app(Settings(database_url=url, broker_url="inline://", secret="bench"))
-    app.handlers[RESEARCH] = lambda _app, _handoff, _holder: noop
+    app.handlers[RESEARCH] = lambda _handoff, _holder: noop
     with unit_of_work(app.engine) as uow:
-        saga = SagaRow(brief="handoffs", corpus="/c", destinations=["site:/x"], state="preparing", created_by="b")
+        saga = SagaRow(
+            brief="handoffs", corpus="/c", destinations=["site:/x"], state="preparing", created_by="b"
+        )
         uow.session.add(saga)
         saga_id = saga.id
     return app, saga_id

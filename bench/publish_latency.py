@@ -135,7 +135,7 @@ def seed(app: Any, uri: str, count: int, tag: str) -> list[tuple[str, str, str, 
 
 def run_database(label: str, url: str, workdir: Path, hook_url: str, n: int) -> list[dict[str, Any]]:
     from orchestrator.bootstrap import build_app
-    from orchestrator.config import Settings
+    from orchestrator.core.config import Settings
     from orchestrator.harness.capabilities import ROLE_CAPABILITIES
     from orchestrator.harness.engine import Caller
     from orchestrator.harness.spec import ToolCall, ToolStatus

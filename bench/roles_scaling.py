@@ -125,19 +125,19 @@ def child_refresh(corpus: Path, index_dir: Path) -> dict[str, Any]:
 
 def child_sagas(corpus: Path, index_dir: Path, work: Path, sagas: int) -> dict[str, Any]:
     from orchestrator import services
-    from orchestrator.app import App, Finalizer, Handler
     from orchestrator.bootstrap import build_app
-    from orchestrator.config import Settings
-    from orchestrator.routing import DRAFT, RESEARCH, REVIEW
+    from orchestrator.core.config import Settings
+    from orchestrator.core.routing import DRAFT, RESEARCH, REVIEW
     from orchestrator.store.db import UnitOfWork
+    from outbox.handlers import Finalizer, Handler
     from outbox.messages import Handoff
 
     stages = ((RESEARCH, "research"), (DRAFT, "write"), (REVIEW, "review"))
 
     def timed(handler: Handler, task: str, spent: dict[str, float]) -> Handler:
-        def run(app: App, handoff: Handoff, holder: str) -> Finalizer:
+        def run(handoff: Handoff, holder: str) -> Finalizer:
             start = time.perf_counter()
-            finalize = handler(app, handoff, holder)
+            finalize = handler(handoff, holder)
             spent[task] += time.perf_counter() - start
 
             def commit(uow: UnitOfWork) -> None:

@@ -68,7 +68,7 @@ def main() -> None:
     import roles
     from orchestrator import services
     from orchestrator.bootstrap import build_app
-    from orchestrator.config import Settings
+    from orchestrator.core.config import Settings
     from telemetry import setup
 
     receiver = subprocess.Popen(

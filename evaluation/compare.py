@@ -31,7 +31,7 @@ from evaluation.fault_scenarios import run_scenarios
 from evaluation.faults import Bench
 from evaluation.graph_runners import RUNNERS, GraphRunner, Wiring, contract_wiring, langgraph_install
 from evaluation.memory_store import MemoryHarnessStore
-from orchestrator.errors import InvalidInput
+from orchestrator.core.errors import InvalidInput
 
 NOT_MEASURED = "not-measured"
 FRAMEWORKS = ("local", "langgraph")

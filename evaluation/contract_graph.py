@@ -27,7 +27,7 @@ from typing import Any, Protocol, TypedDict
 from pydantic import BaseModel, ValidationError
 
 from evaluation.faults import Bench
-from orchestrator.errors import MaybeApplied, NotApplied
+from orchestrator.core.errors import MaybeApplied, NotApplied
 from orchestrator.harness.parse import ParseRefused, bounded_parse
 from orchestrator.harness.spec import Risk, ToolContext, ToolSpec
 

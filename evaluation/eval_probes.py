@@ -30,7 +30,7 @@ from sqlalchemy import update
 from sqlmodel import col
 
 from orchestrator.app import App
-from orchestrator.errors import InvalidInput
+from orchestrator.core.errors import InvalidInput
 from orchestrator.harness.engine import Caller, Harness
 from orchestrator.harness.spec import ToolCall, ToolResult
 from orchestrator.store.db import unit_of_work
@@ -149,8 +149,8 @@ class Faults:
             self._duplicating(app)
 
     def _killing(self, handler: Callable[..., Any]) -> Callable[..., Any]:
-        def killed_once(app: App, handoff: Any, message_id: str) -> Any:
-            finalize = handler(app, handoff, message_id)
+        def killed_once(handoff: Any, message_id: str) -> Any:
+            finalize = handler(handoff, message_id)
             if self.kills == 0:  # one kill per run
                 self.kills += 1
                 self.killed.append(handoff.work_id)

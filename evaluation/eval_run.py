@@ -28,7 +28,7 @@ from evaluation.eval_probes import Faults, RoleTimer, ToolPathRecorder, quiet
 from orchestrator import services
 from orchestrator.app import App
 from orchestrator.bootstrap import build_app
-from orchestrator.config import Settings
+from orchestrator.core.config import Settings
 from orchestrator.harness.capabilities import ROLE_CAPABILITIES
 from orchestrator.harness.engine import Caller
 from orchestrator.harness.spec import Risk, ToolCall

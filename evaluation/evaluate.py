@@ -31,8 +31,8 @@ import click
 from evaluation import eval_dimensions as dims
 from evaluation.eval_report import markdown, print_table
 from evaluation.eval_run import run_once
-from orchestrator.config import Settings
-from orchestrator.errors import InvalidInput
+from orchestrator.core.config import Settings
+from orchestrator.core.errors import InvalidInput
 from roles.artifacts import Evidence
 
 PROCESS_FILE = "process.json"

@@ -41,7 +41,7 @@ from evaluation.faults import Bench, Rig, call
 from evaluation.memory_store import MemoryHarnessStore
 from orchestrator import services
 from orchestrator.bootstrap import build_app
-from orchestrator.config import Settings
+from orchestrator.core.config import Settings
 from orchestrator.harness.approvals import ApprovalBinding, session_for
 from orchestrator.harness.capabilities import ROLE_CAPABILITIES
 from orchestrator.harness.checkpoints import AgentState

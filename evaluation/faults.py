@@ -29,7 +29,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from orchestrator.errors import MaybeApplied, NotApplied
+from orchestrator.core.errors import MaybeApplied, NotApplied
 from orchestrator.harness.approvals import ApprovalBinding, ApprovalRequest, mint, refusal
 from orchestrator.harness.capabilities import Capabilities
 from orchestrator.harness.checkpoints import AgentState

@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from orchestrator.errors import ApprovalRefused, IdempotencyConflict, NotFound
+from orchestrator.core.errors import ApprovalRefused, IdempotencyConflict, NotFound
 from orchestrator.harness.approvals import ApprovalBinding, ApprovalView, mint, session_for
 from orchestrator.harness.checkpoints import GENESIS, AgentState, chain_hash
 from orchestrator.harness.ledger_status import RESTARTABLE, LedgerStatus

@@ -8,7 +8,7 @@ one transaction with the handler's state change).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,12 +18,12 @@ from pydantic import ValidationError
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
-from orchestrator.config import Settings
-from orchestrator.errors import InvalidInput, NotFound, Refused, RetryLater
+from orchestrator.core.config import Settings
+from orchestrator.core.errors import InvalidInput, NotFound, Refused, RetryLater
+from orchestrator.core.routing import queue_of
 from orchestrator.harness.engine import Harness
 from orchestrator.harness.principals import acting
 from orchestrator.harness.registry import Registry
-from orchestrator.routing import queue_of
 from orchestrator.store import dead_letters
 from orchestrator.store.db import UnitOfWork, relaxed_commit, unit_of_work
 from orchestrator.store.harness_store import SqlHarnessStore, insert_event
@@ -31,18 +31,16 @@ from orchestrator.store.people import SqlPeopleStore
 from orchestrator.store.tables import SagaRow
 from orchestrator.store.work import claim_lease, complete, new_work
 from outbox.broker import Broker, InlineBroker
+from outbox.handlers import Handler
 from outbox.inbox import already_applied, claim
 from outbox.messages import ArtifactRef, Envelope, Handoff
 from outbox.relay import Relay
 from outbox.writer import Outbox
 from roles.index import CorpusIndexes
+from sagas.runner import SagaRunner
 from telemetry import names, propagation, spans
 
 log = logging.getLogger(__name__)
-
-Finalizer = Callable[[UnitOfWork], None]
-# A handler gets the app, the handoff and the lease holder (the message id).
-Handler = Callable[["App", Handoff, str], Finalizer]
 
 
 @dataclass
@@ -56,6 +54,7 @@ class App:
     outbox: Outbox
     signing_key: bytes
     people: SqlPeopleStore
+    runner: SagaRunner
     handlers: dict[str, Handler] = field(default_factory=dict)
     relay: Relay | None = None
     # The corpus indexes research and review share (set by `build_app`).
@@ -166,7 +165,7 @@ class App:
                 return "lease-held"
             handler = self.handlers[env.task]
             try:
-                finalize = handler(self, handoff, env.message_id)
+                finalize = handler(handoff, env.message_id)
             except RetryLater as exc:
                 # The lease is kept: the sweeper sends the work again once it runs out.
                 self.store.record_event(
@@ -260,8 +259,4 @@ def _explain(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def noop(_uow: UnitOfWork) -> None:
-    """A finalizer that changes nothing but still completes the work."""
-
-
-__all__ = ["App", "Finalizer", "Handler", "noop", "saga_span"]
+__all__ = ["App", "saga_span"]

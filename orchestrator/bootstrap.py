@@ -7,35 +7,34 @@ publisher handlers. Tests pass overrides here instead of patching modules.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from functools import partial
 
 from pydantic import BaseModel, ConfigDict
 
 from orchestrator.app import App
-from orchestrator.config import Settings
+from orchestrator.core.clock import SYSTEM_CLOCK
+from orchestrator.core.config import Settings
+from orchestrator.core.routing import DRAFT, PUBLISH, RESEARCH, REVIEW
 from orchestrator.harness.engine import Harness
-from orchestrator.harness.ports import HarnessStore
 from orchestrator.harness.registry import Registry
 from orchestrator.harness.spec import Risk, ToolSpec
-from orchestrator.routing import DRAFT, PUBLISH, RESEARCH, REVIEW
 from orchestrator.saga_tools import saga_tools
-from orchestrator.store.db import UnitOfWork, make_engine
+from orchestrator.store.db import UnitOfWork, make_engine, unit_of_work
 from orchestrator.store.harness_store import SqlHarnessStore
 from orchestrator.store.people import SqlPeopleStore
 from orchestrator.store.tables import WorkRow
-from orchestrator.store.work import sweep_expired
+from orchestrator.store.work import renew_lease, sweep_expired
 from outbox.broker import Broker, CeleryBroker, InlineBroker, NullBroker
 from outbox.relay import Relay
 from outbox.writer import Outbox
 from roles.index import CorpusIndexes
-from sagas import records
 from sagas.destinations.base import Destination
 from sagas.destinations.registry import open_destination as open_real_destination
-from sagas.machine import SagaEvent, SagaState
+from sagas.leases import give_up
 from sagas.publishing import PublishingTools
-from sagas.runner import publish_handler
-from sagas.step_records import set_step
-from sagas.step_states import StepState
+from sagas.runner import DestinationLimits, SagaRunner
 from telemetry.propagation import system_for_broker_url
 
 
@@ -78,7 +77,7 @@ def build_app(
     memory_destinations: bool = False,
     indexes: CorpusIndexes | None = None,
 ) -> App:
-    from roles.handlers import draft_handler, research_handler, review_handler
+    from roles.handlers import RolePorts, draft_handler, research_handler, review_handler
     from roles.tools import role_tools
 
     settings = settings or Settings()
@@ -101,25 +100,40 @@ def build_app(
     ]:
         registry.register(spec)
     broker = broker or make_broker(settings)
+    harness = Harness(registry, store, signing_key=key, claim_seconds=settings.destination_timeout + 5)
+    runner = SagaRunner(
+        transact=lambda: unit_of_work(engine),
+        tools=harness,
+        store=store,
+        signing_key=key,
+        clock=SYSTEM_CLOCK,
+        renew=lambda work_id, holder: renew_lease(engine, work_id, holder, settings.lease_seconds),
+        limits=DestinationLimits(settings.destination_concurrency),
+        pause=time.sleep,
+    )
     app = App(
         settings=settings,
         engine=engine,
         registry=registry,
         store=store,
-        harness=Harness(registry, store, signing_key=key, claim_seconds=settings.destination_timeout + 5),
+        harness=harness,
+        runner=runner,
         broker=broker,
         outbox=Outbox(engine, broker),
         signing_key=key,
         people=SqlPeopleStore(engine),
         indexes=indexes,
-        handlers={
-            RESEARCH: research_handler,
-            DRAFT: draft_handler,
-            REVIEW: review_handler,
-            PUBLISH: publish_handler,
-        },
         memory_destinations=memory_destinations,
     )
+    roles = RolePorts(
+        engine=engine, tools=harness, dispatch=app.dispatch, settings=settings, catalogue=registry
+    )
+    app.handlers = {
+        RESEARCH: partial(research_handler, roles),
+        DRAFT: partial(draft_handler, roles),
+        REVIEW: partial(review_handler, roles),
+        PUBLISH: runner.handle,
+    }
     app.relay = Relay(
         engine,
         broker,
@@ -133,7 +147,7 @@ def build_app(
 def operations_sweepers(app: App) -> list[Callable[[], int]]:
     """Lapsed approvals back to review each sweep; PRESSROOM_RETENTION pruning hourly."""
     from orchestrator import operations
-    from orchestrator.store.retention import RetentionSchedule
+    from orchestrator.retention import RetentionSchedule
 
     schedule = RetentionSchedule(operations.PRUNE_EVERY)
     return [
@@ -158,23 +172,4 @@ def sweep_leases(app: App) -> int:
     )
 
 
-def give_up(uow: UnitOfWork, work: WorkRow, attempts: int, store: HarnessStore) -> None:
-    """Work that kept losing its lease: fail the saga with the reason, honestly."""
-    s = uow.session
-    saga = records.load_saga(s, work.saga_id, lock=True)
-    reason = f"{work.task} lost its lease {attempts} times; gave up"
-    if saga.state == SagaState.PREPARING:
-        records.transition(s, saga, SagaEvent.PREPARATION_FAILED, actor="sweeper", reason=reason)
-    elif saga.state in (SagaState.APPROVED, SagaState.EXECUTING):
-        if saga.state == SagaState.APPROVED:
-            records.transition(s, saga, SagaEvent.EXECUTION_STARTED, actor="sweeper")
-        # A publish may have started: a step whose intent was recorded with no
-        # result is uncertain; what happened is unknown until a person looks.
-        records.transition(s, saga, SagaEvent.STEP_UNCERTAIN, actor="sweeper", reason=reason)
-        for step in records.steps(s, saga.id):
-            key = step.idempotency_key
-            if step.state != StepState.DONE and key and store.mark_uncertain(key, within=uow):
-                set_step(s, step, StepState.UNCERTAIN, actor="sweeper")
-
-
-__all__ = ["DENIED_TOOLS", "build_app", "give_up", "make_broker", "operations_sweepers", "sweep_leases"]
+__all__ = ["DENIED_TOOLS", "build_app", "make_broker", "operations_sweepers", "sweep_leases"]

@@ -9,6 +9,7 @@ the harness and commits the result with the next message.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from celery import Celery, Task
@@ -16,7 +17,7 @@ from celery.signals import task_rejected, task_unknown, worker_init, worker_proc
 from kombu import Exchange, Queue  # type: ignore[attr-defined]
 
 from orchestrator.app import App
-from orchestrator.routing import QUEUES, TASKS
+from orchestrator.core.routing import QUEUES, TASKS
 from orchestrator.store import dead_letters
 from outbox.messages import Envelope
 
@@ -24,16 +25,24 @@ EXCHANGE = Exchange("pressroom", type="direct", durable=True)  # type: ignore[no
 BROKER_MAX_RETRIES = 60
 _app_lock = threading.Lock()
 _pressroom: App | None = None
+_build: Callable[[], App] | None = None
+
+
+def use_app_factory(build: Callable[[], App]) -> None:
+    """How the worker process builds its App on first use (the composition root hands it in)."""
+    global _build
+    with _app_lock:
+        _build = build
 
 
 def pressroom_app() -> App:
-    """The worker process's App, built once from the environment's Settings."""
+    """The worker process's App, built once by the factory handed in."""
     global _pressroom
     with _app_lock:
         if _pressroom is None:
-            from orchestrator.bootstrap import build_app
-
-            _pressroom = build_app()
+            if _build is None:
+                raise RuntimeError("no App for this worker: call use_app() or use_app_factory() first")
+            _pressroom = _build()
         return _pressroom
 
 
@@ -205,4 +214,12 @@ def _service_name() -> str:
     return "pressroom-worker-" + ("-".join(_queues_for_service) or "all")
 
 
-__all__ = ["BROKER_MAX_RETRIES", "make_celery", "pressroom_app", "run_worker", "set_worker_queues", "use_app"]
+__all__ = [
+    "BROKER_MAX_RETRIES",
+    "make_celery",
+    "pressroom_app",
+    "run_worker",
+    "set_worker_queues",
+    "use_app",
+    "use_app_factory",
+]

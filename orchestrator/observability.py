@@ -13,7 +13,7 @@ from sqlalchemy import func
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from orchestrator.config import Settings, environ_snapshot
+from orchestrator.core.config import Settings, environ_snapshot
 from orchestrator.store.tables import SagaRow
 
 

@@ -15,13 +15,14 @@ from typing import Any
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
+from orchestrator import retention
 from orchestrator.app import App
-from orchestrator.durations import parse_duration
+from orchestrator.core.durations import parse_duration
+from orchestrator.core.routing import TASKS, queue_of
 from orchestrator.harness.approvals import ApprovalRequest, refusal, session_for
 from orchestrator.harness.principals import Permission, Principal, require
 from orchestrator.people import as_principal
-from orchestrator.routing import TASKS, queue_of
-from orchestrator.store import dead_letters, retention
+from orchestrator.store import dead_letters
 from orchestrator.store.db import unit_of_work
 from orchestrator.store.harness_store import add_event
 from orchestrator.store.tables import SagaRow

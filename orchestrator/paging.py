@@ -19,7 +19,7 @@ from sqlalchemy import and_, or_
 from sqlmodel import Session, col, select
 
 from orchestrator import views
-from orchestrator.errors import InvalidInput
+from orchestrator.core.errors import InvalidInput
 from orchestrator.store.tables import SagaRow
 from sagas.machine import SagaState
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from orchestrator.errors import InvalidInput, NotAuthenticated
+from orchestrator.core.errors import InvalidInput, NotAuthenticated
 from orchestrator.harness.principals import (
     Permission,
     Principal,

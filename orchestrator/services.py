@@ -15,15 +15,23 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
-from orchestrator import durations, paging, views
+from orchestrator import paging, views
 from orchestrator.app import App, saga_span
-from orchestrator.errors import InvalidInput, NotFound, PolicyRefused, Refused, SelfApproval, StaleVersion
+from orchestrator.core import durations
+from orchestrator.core.errors import (
+    InvalidInput,
+    NotFound,
+    PolicyRefused,
+    Refused,
+    SelfApproval,
+    StaleVersion,
+)
+from orchestrator.core.routing import DRAFT, PUBLISH, RESEARCH, REVIEW
 from orchestrator.harness.approvals import ApprovalBinding, mint, session_for
 from orchestrator.harness.capabilities import ROLE_CAPABILITIES
 from orchestrator.harness.links import LinkPolicy, describe, foreign_links
 from orchestrator.harness.principals import Party, Permission, Principal, acting, require, self_approval
 from orchestrator.people import as_principal
-from orchestrator.routing import DRAFT, PUBLISH, RESEARCH, REVIEW
 from orchestrator.store import submit_requests
 from orchestrator.store.db import unit_of_work
 from orchestrator.store.harness_store import add_event, approval_row
@@ -407,15 +415,15 @@ def _edit(app: App, saga_id: str, *, path: str, who: Principal) -> dict[str, Any
 
 
 def cancel(app: App, saga_id: str, *, actor: Principal | str) -> dict[str, Any]:
+    """Cancel; while executing, the runner stops before its next step and undoes what it published."""
     from sagas.reconcile import cancel_saga
 
     who = _person(app, actor, Permission.CANCEL)
-    with Session(app.engine) as s:
-        sid = records.find_saga(s, saga_id).id
+    sid = _saga_id(app, saga_id)
     with acting(who):
-        cancel_saga(app, sid, actor=who.display)
+        done = cancel_saga(app.runner, sid, actor=who.display)
     app.drain()
-    return status(app, sid)
+    return {**status(app, sid), "cancel": done}
 
 
 def reconcile(
@@ -428,12 +436,47 @@ def reconcile(
         raise InvalidInput("--outcome must be confirmed or absent")
     if not (reason or "").strip():
         raise InvalidInput("--reason is empty")
-    with Session(app.engine) as s:
-        sid = records.find_saga(s, saga_id).id
+    sid = _saga_id(app, saga_id)
     with acting(who):
-        reconcile_step(app, sid, destination=destination, outcome=outcome, actor=who.display, reason=reason)
+        reconcile_step(
+            app.runner,
+            app.dispatch,
+            sid,
+            destination=destination,
+            outcome=outcome,
+            actor=who.display,
+            reason=reason,
+        )
     app.drain()
     return status(app, sid)
+
+
+def retry(app: App, saga_id: str, *, actor: Principal | str) -> dict[str, Any]:
+    """A failed saga runs again from its last good point (same keys); a failed undo runs again."""
+    from sagas.retry import retry_saga
+
+    who = _person(app, actor, Permission.RETRY)
+    sid = _saga_id(app, saga_id)
+    with acting(who):
+        what = retry_saga(app.runner, app.dispatch, sid, actor=who.display)
+    app.drain()
+    return {**status(app, sid), "retried": what}
+
+
+def fork(app: App, saga_id: str, *, version: int, actor: Principal | str) -> dict[str, Any]:
+    """A new saga at ready-for-review with that version's bytes."""
+    from sagas.retry import fork_saga
+
+    who = _person(app, actor, Permission.FORK)
+    sid = _saga_id(app, saga_id)
+    with acting(who):
+        new = fork_saga(app.runner, sid, version=version, actor=who.display, actor_id=who.id)
+    return {**status(app, new), "forked_from": {"saga_id": sid, "version": version}}
+
+
+def _saga_id(app: App, prefix: str) -> str:
+    with Session(app.engine) as s:
+        return records.find_saga(s, prefix).id
 
 
 __all__ = [
@@ -441,6 +484,8 @@ __all__ = [
     "cancel",
     "diff",
     "edit",
+    "fork",
+    "retry",
     "history",
     "parse_duration",
     "reconcile",

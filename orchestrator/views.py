@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from sqlmodel import Session, col, select
 
+from orchestrator.core.clock import iso
 from orchestrator.harness.digests import business_key
 from orchestrator.store.tables import ApprovalRow, ArtifactRow, EventRow, SagaRow, VersionRow
 from sagas import records
-
-
-def iso(moment: datetime | None) -> str | None:
-    if moment is None:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def title_of(markdown: str, default: str) -> str:
@@ -72,6 +64,7 @@ def saga_status(s: Session, saga: SagaRow) -> dict[str, Any]:
         "brief": saga.brief,
         "destinations": destinations,
         "reason": saga.reason,
+        "cancel_requested_by": saga.cancel_requested_by,
         "review_rounds": saga.review_rounds,
         "created_by": saga.created_by,
         "created_at": iso(saga.created_at),

@@ -10,8 +10,8 @@ from __future__ import annotations
 from sqlalchemy import Table, bindparam, insert, select
 from sqlmodel import Session
 
+from orchestrator.store.outbox_tables import InboxRow
 from orchestrator.store.tables import utcnow
-from outbox.tables import InboxRow
 
 _INBOX: Table = InboxRow.__table__  # type: ignore[attr-defined]
 _APPLIED = select(_INBOX.c.message_id).where(_INBOX.c.message_id == bindparam("message_id"))

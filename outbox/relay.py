@@ -18,9 +18,9 @@ from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
 from orchestrator.store.db import is_postgres, unit_of_work
+from orchestrator.store.outbox_tables import OutboxRow
 from orchestrator.store.tables import utcnow
 from outbox.broker import Broker, BrokerUnavailable
-from outbox.tables import OutboxRow
 from outbox.writer import envelope_of
 from telemetry import metrics, propagation
 

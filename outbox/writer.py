@@ -17,10 +17,10 @@ from sqlalchemy.engine import Engine
 from sqlmodel import col
 
 from orchestrator.store.db import UnitOfWork, relaxed_commit, unit_of_work
+from orchestrator.store.outbox_tables import OutboxRow
 from orchestrator.store.tables import new_id, utcnow
 from outbox.broker import Broker, BrokerUnavailable
 from outbox.messages import Envelope
-from outbox.tables import OutboxRow
 from telemetry import metrics, propagation
 
 log = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from orchestrator.errors import InvalidInput, NotFound
+from orchestrator.core.errors import InvalidInput, NotFound
 from roles.artifacts import Passage, SkippedFile, SourceFile
 
 SUFFIXES = frozenset({".md", ".txt"})

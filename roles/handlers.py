@@ -8,16 +8,21 @@ next state with the next handoff, in the consumer's transaction.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from orchestrator.app import App, Finalizer, noop
-from orchestrator.errors import PolicyRefused
+from orchestrator.core.config import Settings
+from orchestrator.core.errors import PolicyRefused
+from orchestrator.core.routing import DRAFT, REVIEW, TASKS
 from orchestrator.harness.capabilities import ROLE_CAPABILITIES, narrow, require_within
-from orchestrator.harness.engine import Caller
+from orchestrator.harness.engine import Caller, Harness
 from orchestrator.harness.loop import LoopLimits, run_loop
 from orchestrator.harness.ports import Planner
-from orchestrator.routing import DRAFT, REVIEW, TASKS
+from orchestrator.harness.registry import Registry
 from orchestrator.store.db import UnitOfWork
+from outbox.handlers import Dispatch, Finalizer, noop
 from outbox.messages import ArtifactRef, Handoff
 from roles.artifacts import Evidence
 from roles.llm_planner import planner_for
@@ -30,6 +35,17 @@ from telemetry import names
 # Versions the writer made; any other author is a person whose text is never redrafted.
 MACHINE_AUTHORS = frozenset({"writer"})
 LIMITS = LoopLimits(max_steps=12, budget=16, deadline_seconds=300)
+
+
+@dataclass(frozen=True)
+class RolePorts:
+    """What the role handlers use, handed in by the composition root."""
+
+    engine: Engine  # read-only sessions; changes commit in the consumer's finalizer
+    tools: Harness  # the one tool path (run_loop also records its stop through it)
+    dispatch: Dispatch
+    settings: Settings
+    catalogue: Registry  # read only: the tools a model planner may be shown
 
 
 def capabilities_for(role: str, handoff: Handoff) -> frozenset[str]:
@@ -57,18 +73,18 @@ def _fail(saga_id: str, actor: str, reason: str) -> Finalizer:
     return finalize
 
 
-def _preparing(app: App, saga_id: str) -> bool:
-    with Session(app.engine) as s:
+def _preparing(ports: RolePorts, saga_id: str) -> bool:
+    with Session(ports.engine) as s:
         return records.load_saga(s, saga_id).state == SagaState.PREPARING
 
 
-def _run(app: App, role: str, handoff: Handoff, planner: Planner) -> str | None:
+def _run(ports: RolePorts, role: str, handoff: Handoff, planner: Planner) -> str | None:
     """Run the planner; the reason it stopped early, or None when it finished."""
     try:
         caller = _caller(role, handoff)
     except PolicyRefused as exc:
         return str(exc)
-    outcome = run_loop(app.harness, planner, caller, LIMITS)
+    outcome = run_loop(ports.tools, planner, caller, LIMITS)
     return None if outcome.finished else outcome.stop_reason
 
 
@@ -81,13 +97,13 @@ def _wider_than_role(role: str, handoff: Handoff) -> Finalizer | None:
     return None
 
 
-def research_handler(app: App, handoff: Handoff, holder: str) -> Finalizer:
-    if not _preparing(app, handoff.saga_id):
+def research_handler(ports: RolePorts, handoff: Handoff, holder: str) -> Finalizer:
+    if not _preparing(ports, handoff.saga_id):
         return noop
     if refused := _wider_than_role("researcher", handoff):
         return refused
     planner = ResearchPlanner(handoff.saga_id)
-    stopped = _run(app, "researcher", handoff, planner)
+    stopped = _run(ports, "researcher", handoff, planner)
     if stopped or planner.evidence is None:
         return _fail(handoff.saga_id, "researcher", f"research stopped: {stopped or 'no evidence'}")
     evidence = Evidence.model_validate(planner.evidence)
@@ -101,7 +117,7 @@ def research_handler(app: App, handoff: Handoff, holder: str) -> Finalizer:
 
     def finalize(uow: UnitOfWork) -> None:
         digest = store_artifact(uow.session, handoff.saga_id, "evidence", evidence)
-        app.dispatch(
+        ports.dispatch(
             uow,
             saga_id=handoff.saga_id,
             task=DRAFT,
@@ -116,25 +132,25 @@ def _ref(handoff: Handoff, kind: str) -> str | None:
     return next((a.digest for a in handoff.artifacts if a.kind == kind), None)
 
 
-def draft_handler(app: App, handoff: Handoff, holder: str) -> Finalizer:
-    if not _preparing(app, handoff.saga_id):
+def draft_handler(ports: RolePorts, handoff: Handoff, holder: str) -> Finalizer:
+    if not _preparing(ports, handoff.saga_id):
         return noop
     if refused := _wider_than_role("writer", handoff):
         return refused
     evidence_digest = _ref(handoff, "evidence")
     if evidence_digest is None:
-        with Session(app.engine) as s:
+        with Session(ports.engine) as s:
             head = records.head(s, records.load_saga(s, handoff.saga_id))
             evidence_digest = head.evidence_digest if head else None
     if evidence_digest is None:
         return _fail(handoff.saga_id, "writer", "no evidence to write from")
     planner = planner_for(
         "writer",
-        app.settings,
+        ports.settings,
         WriterPlanner(handoff.saga_id, evidence_digest, handoff.round, _ref(handoff, "review"), handoff.note),
-        registry=app.registry,
+        registry=ports.catalogue,
     )
-    stopped = _run(app, "writer", handoff, planner)
+    stopped = _run(ports, "writer", handoff, planner)
     if stopped or planner.result is None:
         why = stopped or getattr(planner, "failure", None) or "no draft"
         return _fail(handoff.saga_id, "writer", f"writing stopped: {why}")
@@ -164,7 +180,7 @@ def draft_handler(app: App, handoff: Handoff, holder: str) -> Finalizer:
             citations=body["citations"],
             evidence_digest=evidence_digest,
         )
-        app.dispatch(
+        ports.dispatch(
             uow,
             saga_id=saga.id,
             task=REVIEW,
@@ -178,8 +194,8 @@ def draft_handler(app: App, handoff: Handoff, holder: str) -> Finalizer:
     return finalize
 
 
-def review_handler(app: App, handoff: Handoff, holder: str) -> Finalizer:
-    with Session(app.engine) as s:
+def review_handler(ports: RolePorts, handoff: Handoff, holder: str) -> Finalizer:
+    with Session(ports.engine) as s:
         saga = records.load_saga(s, handoff.saga_id)
         if saga.state != SagaState.PREPARING or handoff.version != saga.head_version:
             return noop
@@ -189,11 +205,11 @@ def review_handler(app: App, handoff: Handoff, holder: str) -> Finalizer:
     if refused := _wider_than_role("reviewer", handoff):
         return refused
     planner = ReviewPlanner(handoff.saga_id, number, digest, sources)
-    stopped = _run(app, "reviewer", handoff, planner)
+    stopped = _run(ports, "reviewer", handoff, planner)
     if stopped or planner.result is None:
         return _fail(handoff.saga_id, "reviewer", f"review stopped: {stopped or 'no report'}")
     review_digest = str(planner.result["review_digest"])
-    max_rounds = app.settings.max_review_rounds
+    max_rounds = ports.settings.max_review_rounds
 
     def finalize(uow: UnitOfWork) -> None:
         s = uow.session
@@ -232,7 +248,7 @@ def review_handler(app: App, handoff: Handoff, holder: str) -> Finalizer:
         refs = [ArtifactRef(kind="review", digest=review_digest)]
         if evidence_digest:
             refs.append(ArtifactRef(kind="evidence", digest=evidence_digest))
-        app.dispatch(
+        ports.dispatch(
             uow,
             saga_id=saga.id,
             task=DRAFT,
@@ -246,4 +262,4 @@ def review_handler(app: App, handoff: Handoff, holder: str) -> Finalizer:
     return finalize
 
 
-__all__ = ["capabilities_for", "draft_handler", "research_handler", "review_handler"]
+__all__ = ["RolePorts", "capabilities_for", "draft_handler", "research_handler", "review_handler"]

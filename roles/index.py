@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final, Protocol
 
-from orchestrator.errors import InvalidInput
+from orchestrator.core.errors import InvalidInput
 from roles import index_file as store
 from roles.artifacts import Evidence, Passage, SkippedFile, SourceFile
 from roles.corpus import (

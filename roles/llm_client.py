@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Protocol, cast
 
-from orchestrator.config import Settings
-from orchestrator.errors import InvalidInput, PressroomError
+from orchestrator.core.config import Settings
+from orchestrator.core.errors import InvalidInput, PressroomError
 
 
 class ModelUnavailable(PressroomError):

@@ -41,7 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from orchestrator.config import Settings
+from orchestrator.core.config import Settings
 from orchestrator.harness.capabilities import ROLE_CAPABILITIES
 from orchestrator.harness.ports import Planner
 from orchestrator.harness.provenance import DataEnvelope

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
-from orchestrator.errors import InvalidInput, NotFound
+from orchestrator.core.errors import InvalidInput, NotFound
 from roles.artifacts import Citation, Finding, ReviewReport, SourceFile
 from roles.corpus import SourceOutsideCorpus, read_source, sentence_spans
 from roles.injection import FOREIGN_URL, HIDDEN_CHARACTERS, assess, foreign_urls, rule_of
@@ -306,7 +306,9 @@ def sentence_findings(block: Block, by_marker: dict[str, Citation]) -> list[Find
         if not claim.markers:
             # A quote the sentence splitter cut in two: the part before the marker is that quote's too.
             after = next((c for c in sentences[index + 1 :] if c.markers), None)
-            quotes = [normalize(by_marker[m].quote) for m in (after.markers if after else ()) if m in by_marker]
+            quotes = [
+                normalize(by_marker[m].quote) for m in (after.markers if after else ()) if m in by_marker
+            ]
             if not any(normalize(claim.text) in q for q in quotes):
                 findings.append(_error("uncited-sentence", where, f"no citation backs {shown!r}"))
         elif cited and not supports([c.quote for c in cited], claim.text):

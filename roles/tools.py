@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from orchestrator.errors import InvalidInput, NotFound
+from orchestrator.core.errors import InvalidInput, NotFound
 from orchestrator.harness.digests import text_digest
 from orchestrator.harness.spec import Risk, ToolContext, ToolSpec
 from orchestrator.store.db import unit_of_work

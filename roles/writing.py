@@ -34,7 +34,7 @@ from itertools import pairwise
 from pathlib import PurePosixPath
 from typing import Final
 
-from orchestrator.errors import InvalidInput
+from orchestrator.core.errors import InvalidInput
 from orchestrator.harness.links import LinkPolicy, foreign_links
 from roles.artifacts import Citation, Draft, Evidence, Finding, Passage
 from roles.corpus import sentence_spans

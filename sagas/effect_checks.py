@@ -25,7 +25,7 @@ from pathlib import Path
 
 from sqlmodel import Session, select
 
-from orchestrator.errors import Refused
+from orchestrator.core.errors import Refused
 from orchestrator.harness.digests import business_key, text_digest
 from orchestrator.store.tables import SagaRow, StepRow, VersionRow
 from sagas.machine import SagaState
@@ -40,7 +40,7 @@ STATUS_STATES = frozenset({SagaState.APPROVED, SagaState.EXECUTING, SagaState.EF
 # of a saga in any other state waits for `reconcile`.
 COMPENSABLE: dict[SagaState, frozenset[str]] = {
     SagaState.EXECUTING: frozenset({"done"}),
-    SagaState.EFFECT_UNKNOWN: frozenset({"done", "uncertain"}),
+    SagaState.EFFECT_UNKNOWN: frozenset({"done", "uncertain", "compensation-failed"}),
 }
 FILE_SCHEMES = ("site", "git")
 
@@ -76,6 +76,16 @@ def publish_bound(session: Session, saga_id: str, destination: str, digest: str)
         )
     if _version(session, saga, digest).number != saga.head_version:
         raise Refused(f"digest {digest[:12]}… is not the head version of saga {saga.id}", saga_id=saga.id)
+    # Halted: nothing more is published in this execution, whoever calls.
+    if saga.cancel_requested_by:
+        raise Refused(
+            f"saga {saga.id}: a cancel was asked for by {saga.cancel_requested_by}; nothing was sent"
+        )
+    failed = session.exec(
+        select(StepRow).where(StepRow.saga_id == saga.id, StepRow.state == "failed")
+    ).first()
+    if failed is not None:
+        raise Refused(f"saga {saga.id}: step {failed.uri} failed; nothing more is published until a retry")
 
 
 def status_bound(session: Session, saga_id: str, destination: str, digest: str) -> None:
@@ -98,7 +108,7 @@ def compensate_bound(session: Session, saga_id: str, destination: str, digest: s
     if step is None or step.idempotency_key != key:
         raise Refused(f"saga {saga.id} has no step {destination} under this version; nothing was undone")
     allowed = COMPENSABLE.get(SagaState(saga.state), frozenset())
-    if step.state == "uncertain" and "uncertain" not in allowed:
+    if step.state in ("uncertain", "compensation-failed") and step.state not in allowed:
         raise Refused(f"step {destination} is uncertain: it waits for reconcile; nothing was undone")
     if step.state not in allowed:
         raise Refused(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from orchestrator.errors import IllegalTransition
+from orchestrator.core.errors import IllegalTransition
 
 
 class SagaState(StrEnum):
@@ -37,6 +37,10 @@ class SagaEvent(StrEnum):
     STEP_UNCERTAIN = "step_uncertain"
     RECONCILED = "reconciled"
     CANCELLED = "cancelled"
+    COMPENSATION_FAILED = "compensation_failed"
+    RETRIED = "retried"
+    PREPARATION_RETRIED = "preparation_retried"
+    FORKED = "forked"
 
 
 S, E = SagaState, SagaEvent
@@ -65,8 +69,20 @@ TRANSITIONS: dict[tuple[SagaState, SagaEvent], SagaState] = {
     (S.EXECUTING, E.ALL_ACKED): S.SUCCEEDED,
     (S.EXECUTING, E.STEP_FAILED): S.FAILED,
     (S.EXECUTING, E.STEP_UNCERTAIN): S.EFFECT_UNKNOWN,
+    # An operator's cancel while executing: the runner stops before the next step,
+    # undoes what was published, then cancels.
+    (S.EXECUTING, E.CANCELLED): S.CANCELLED,
+    # An undo failed after its retries (or may have happened): a person decides.
+    (S.EXECUTING, E.COMPENSATION_FAILED): S.EFFECT_UNKNOWN,
     (S.EFFECT_UNKNOWN, E.RECONCILED): S.EXECUTING,
     (S.EFFECT_UNKNOWN, E.CANCELLED): S.CANCELLED,
+    # An operator's retry of a failed execution, same keys. (A retried undo that works
+    # settles its step: the saga leaves effect-unknown by `reconciled`, as DESIGN says.)
+    (S.FAILED, E.RETRIED): S.EXECUTING,
+    # A saga that failed before it was approved prepares again.
+    (S.FAILED, E.PREPARATION_RETRIED): S.PREPARING,
+    # A fork starts at ready-for-review with the forked version's bytes.
+    (S.PREPARING, E.FORKED): S.READY_FOR_REVIEW,
 }
 
 # How a refusal names the move: "cannot cancel a saga that is succeeded".
@@ -85,6 +101,10 @@ VERBS: dict[SagaEvent, str] = {
     E.STEP_UNCERTAIN: "mark a step uncertain in",
     E.RECONCILED: "reconcile",
     E.CANCELLED: "cancel",
+    E.COMPENSATION_FAILED: "mark a compensation failed in",
+    E.RETRIED: "retry",
+    E.PREPARATION_RETRIED: "retry",
+    E.FORKED: "fork into",
 }
 
 TERMINAL: frozenset[SagaState] = frozenset({S.SUCCEEDED, S.FAILED, S.CANCELLED})

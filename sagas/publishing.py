@@ -18,16 +18,16 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from sqlmodel import Session, col, select
 
-from orchestrator.errors import InvalidInput, Refused
+from orchestrator.core.errors import InvalidInput, Refused
 from orchestrator.harness.digests import business_key
 from orchestrator.harness.links import LinkPolicy, describe, foreign_links
 from orchestrator.harness.spec import ProbeAnswer, Risk, ToolContext, ToolResult, ToolSpec, ToolStatus
 from orchestrator.store.db import UnitOfWork
-from orchestrator.store.tables import ApprovalRow, SagaRow, StepRow, VersionRow, utcnow
+from orchestrator.store.tables import ApprovalRow, SagaRow, StepRow, VersionRow
 from sagas import effect_checks, records
 from sagas.destinations.base import Destination, PublishedVersion
 from sagas.destinations.registry import slugify
-from sagas.machine import SagaEvent, SagaState
+from sagas.machine import SagaState
 from sagas.step_records import set_step
 from sagas.step_states import StepState
 from telemetry import metrics
@@ -223,13 +223,7 @@ class PublishingTools:
         step.idempotency_key = publish_key(args)
         step.version_digest = args.version_digest
         set_step(s, step, StepState.DONE, actor=ctx.actor)
-        if saga.state == SagaState.APPROVED:
-            records.transition(s, saga, SagaEvent.EXECUTION_STARTED, actor=ctx.actor)
-        done = {st.uri for st in steps if st.state == StepState.DONE}
-        if saga.state == SagaState.EXECUTING and done >= set(saga.destinations):
-            # Whoever acks the last destination (the publisher, or an MCP caller) ends the saga.
-            records.transition(s, saga, SagaEvent.ALL_ACKED, actor=ctx.actor)
-            metrics.record_saga_finished(saga.state, (utcnow() - saga.created_at).total_seconds())
+        # The saga's own transitions are its runner's (`sagas.decider` decides them).
 
     def _record_compensation(
         self, uow: UnitOfWork, ctx: ToolContext, args: CompensateArgs, result: ToolResult

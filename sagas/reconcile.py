@@ -1,10 +1,17 @@
-"""What only a person may do to an `effect-unknown` saga: reconcile or cancel.
+"""What only a person may do to a saga the machines stopped on: reconcile, cancel.
 
-`reconcile confirmed` records the outcome (a receipt from the destination's
-status when it has one, else the person's word) and goes on without calling
-the destination again; `reconcile absent` lets the step run again with the
-same key. `cancel` compensates what was (or may have been) published, in
-reverse order. Each writes an event naming the person and the reason.
+`reconcile` settles one unsettled step. For a publish that may have happened
+(`uncertain`): `confirmed` records the outcome (a receipt from the
+destination's status when it has one, else the person's word) without
+calling the destination again; `absent` lets the step run again with the same
+key. For an undo that failed (`compensation-failed`): `confirmed` means the
+effect stays (the step is `kept`), `absent` means it is gone (`compensated`).
+Either way the saga goes back to `executing` and its runner carries on.
+
+`cancel` before execution ends the saga at once; while executing it asks the
+runner to stop before its next step and undo what it published; from
+`effect-unknown` it undoes what was (or may have been) published, the last
+completed first, then cancels. Each writes an event naming the person.
 """
 
 from __future__ import annotations
@@ -14,99 +21,170 @@ from typing import Any, Literal
 
 from sqlmodel import Session
 
-from orchestrator.app import App
-from orchestrator.errors import InvalidInput, Refused
+from orchestrator.core.errors import InvalidInput, Refused
+from orchestrator.core.routing import PUBLISH
 from orchestrator.harness.capabilities import ROLE_CAPABILITIES
 from orchestrator.harness.engine import Caller
 from orchestrator.harness.spec import ToolCall, ToolStatus
-from orchestrator.routing import PUBLISH
-from orchestrator.store.db import unit_of_work
+from orchestrator.store.events import add_event
+from orchestrator.store.tables import SagaRow, StepRow
 from orchestrator.store.work import abandon_open_work
-from sagas import records
+from outbox.handlers import Dispatch
+from sagas import decider, records
 from sagas.machine import SagaEvent, SagaState, apply
-from sagas.runner import compensate
+from sagas.runner import SagaRunner, publisher_caller, step_views
 from sagas.step_records import set_step
 from sagas.step_states import StepState
 
+Settled = Literal["confirmed", "absent"]
+
 
 def reconcile_step(
-    app: App, saga_id: str, *, destination: str, outcome: str, actor: str, reason: str
+    runner: SagaRunner,
+    dispatch: Dispatch,
+    saga_id: str,
+    *,
+    destination: str,
+    outcome: str,
+    actor: str,
+    reason: str,
 ) -> None:
-    with Session(app.engine) as s:
-        saga = records.load_saga(s, saga_id)
+    with runner.transact() as uow:
+        saga = records.load_saga(uow.session, saga_id)
         apply(saga.state, SagaEvent.RECONCILED)
-        step = next((st for st in records.steps(s, saga_id) if st.uri == destination), None)
-        if step is None:
-            raise InvalidInput(f"{destination} is not a destination of saga {saga_id}")
-        if step.state != StepState.UNCERTAIN:
-            raise Refused(f"step {destination} is {step.state}, not uncertain")
-        key, digest = step.idempotency_key, step.version_digest
-    receipt: dict[str, Any] = {"reconciled_by": actor, "reason": reason}
-    if outcome == "confirmed" and key and digest:
-        # Ask the destination for its receipt through the harness (read only);
-        # whatever it says, the person's word stands and nothing is published.
-        answer = app.harness.call(
-            ToolCall(
-                tool="publish.status",
-                arguments={"saga_id": saga_id, "destination": destination, "version_digest": digest},
-                call_id=uuid.uuid4().hex,
-            ),
-            Caller(actor=actor, capabilities=frozenset({"publish.status"}), saga_id=saga_id),
+        step = _unsettled(uow.session, saga_id, destination)
+        key, digest, undo = (
+            step.idempotency_key,
+            step.version_digest,
+            step.state == StepState.COMPENSATION_FAILED,
         )
-        found = answer.output if answer.status is ToolStatus.OK and isinstance(answer.output, dict) else {}
-        if found.get("kind") == "applied" and isinstance(found.get("receipt"), dict):
-            receipt = {**found["receipt"], "reconciled_by": actor}
-    with unit_of_work(app.engine) as uow:
+        uow.session.rollback()
+    receipt: dict[str, Any] = {"reconciled_by": actor, "reason": reason}
+    if outcome == "confirmed" and not undo and key and digest:
+        receipt = _asked_receipt(runner, saga_id, destination, digest, actor) or receipt
+    settled: Settled = "confirmed" if outcome == "confirmed" else "absent"
+    with runner.transact() as uow:
         s = uow.session
         saga = records.load_saga(s, saga_id, lock=True)
-        step = next(st for st in records.steps(s, saga_id) if st.uri == destination)
-        if step.state != StepState.UNCERTAIN:
-            raise Refused(f"step {destination} is {step.state}, not uncertain")
+        step = _unsettled(s, saga_id, destination)
         if not key:
             raise Refused(f"step {destination} has no idempotency key to reconcile")
-        # The ledger is the store's: its row and the `reconcile` event join this transaction.
         detail = {"destination": destination}
-        settled: Literal["confirmed", "absent"] = "confirmed" if outcome == "confirmed" else "absent"
-        app.store.reconcile(key, settled, receipt, actor=actor, reason=reason, detail=detail, within=uow)
-        confirmed = outcome == "confirmed"
-        step.receipt = receipt if confirmed else None
-        set_step(s, step, StepState.DONE if confirmed else StepState.PENDING, actor=actor)
+        if undo:
+            # The undo's own record: confirmed that the effect stays means the undo did not happen.
+            undo_key = "undo-" + key
+            undone: Settled = "absent" if settled == "confirmed" else "confirmed"
+            if runner.store.ledger_get(undo_key) is not None:
+                runner.store.reconcile(
+                    undo_key, undone, actor=actor, reason=reason, detail=detail, within=uow
+                )
+            set_step(
+                s, step, StepState.KEPT if settled == "confirmed" else StepState.COMPENSATED, actor=actor
+            )
+        else:
+            # The ledger is the store's: its row and the `reconcile` event join this transaction.
+            runner.store.reconcile(
+                key, settled, receipt, actor=actor, reason=reason, detail=detail, within=uow
+            )
+            step.receipt = receipt if settled == "confirmed" else None
+            set_step(s, step, StepState.DONE if settled == "confirmed" else StepState.PENDING, actor=actor)
         records.transition(
             s, saga, SagaEvent.RECONCILED, actor=actor, reason=f"reconciled {outcome}: {reason}"
         )
-        head = records.head(s, saga)
-        app.dispatch(
-            uow,
-            saga_id=saga_id,
-            task=PUBLISH,
-            version=saga.head_version,
-            version_digest=head.digest if head else None,
-            capabilities=tuple(sorted(ROLE_CAPABILITIES["publisher"])),
-        )
+        resume(dispatch, uow, saga)
 
 
-def cancel_saga(app: App, saga_id: str, *, actor: str) -> None:
-    with Session(app.engine) as s:
-        saga = records.load_saga(s, saga_id)
-        apply(saga.state, SagaEvent.CANCELLED)
-        state = saga.state
-        head = records.head(s, saga)
-        to_undo = [
-            st.uri for st in records.steps(s, saga_id) if st.state in (StepState.DONE, StepState.UNCERTAIN)
-        ]
-    left: list[str] = []
-    if state == SagaState.EFFECT_UNKNOWN and head is not None:
-        caller = Caller(actor=actor, capabilities=ROLE_CAPABILITIES["publisher"], saga_id=saga_id)
-        left = compensate(app, caller, saga_id, list(reversed(to_undo)), head.digest)
-    if left:
-        raise Refused(f"could not compensate {', '.join(left)}; the saga stays effect-unknown", left=left)
-    with unit_of_work(app.engine) as uow:
+def cancel_saga(runner: SagaRunner, saga_id: str, *, actor: str) -> str:
+    """Cancel, or ask the runner to: `cancelled` or `requested`."""
+    with runner.transact() as uow:
         saga = records.load_saga(uow.session, saga_id, lock=True)
-        records.transition(
-            uow.session, saga, SagaEvent.CANCELLED, actor=actor, reason=f"cancelled by {actor}"
+        apply(saga.state, SagaEvent.CANCELLED)
+        if saga.state == SagaState.EXECUTING:
+            if saga.cancel_requested_by is None:
+                saga.cancel_requested_by = actor
+                uow.session.add(saga)
+                add_event(
+                    uow.session,
+                    saga_id=saga.id,
+                    actor=actor,
+                    kind="saga",
+                    status="cancel_requested",
+                    detail={"reason": f"cancel requested by {actor}: stop before the next step and undo"},
+                )
+            return "requested"
+        if saga.state != SagaState.EFFECT_UNKNOWN:
+            _cancelled(uow.session, saga, actor)
+            return "cancelled"
+        head = records.head(uow.session, saga)
+        steps = decider.undo_order(step_views(records.steps(uow.session, saga_id)), also=decider.UNSETTLED)
+    if head is not None:
+        _undo_all(runner, saga, head.digest, steps, actor)
+    with runner.transact() as uow:
+        saga = records.load_saga(uow.session, saga_id, lock=True)
+        _cancelled(uow.session, saga, actor)
+    return "cancelled"
+
+
+def resume(dispatch: Dispatch, uow: Any, saga: SagaRow) -> None:
+    """Queue the saga's runner again, for the head version."""
+    head = records.head(uow.session, saga)
+    dispatch(
+        uow,
+        saga_id=saga.id,
+        task=PUBLISH,
+        version=saga.head_version,
+        version_digest=head.digest if head else None,
+        capabilities=tuple(sorted(ROLE_CAPABILITIES["publisher"])),
+    )
+
+
+def _undo_all(runner: SagaRunner, saga: SagaRow, digest: str, uris: tuple[str, ...], actor: str) -> None:
+    caller = publisher_caller(saga, digest, actor=actor)
+    for uri in uris:
+        result = runner.undo(caller, saga.id, uri, digest)
+        if result.applied:
+            continue
+        with runner.transact() as uow:
+            step = next(st for st in records.steps(uow.session, saga.id) if st.uri == uri)
+            set_step(uow.session, step, StepState.COMPENSATION_FAILED, actor=actor)
+        raise Refused(
+            f"could not undo {uri}: {result.reason}; the saga stays effect-unknown (retry or reconcile)",
+            left=[uri],
         )
-        records.void_approvals(uow.session, saga_id, reason="cancelled")
-        abandon_open_work(uow.session, saga_id)
 
 
-__all__ = ["cancel_saga", "reconcile_step"]
+def _cancelled(session: Session, saga: SagaRow, actor: str) -> None:
+    records.transition(session, saga, SagaEvent.CANCELLED, actor=actor, reason=f"cancelled by {actor}")
+    records.void_approvals(session, saga.id, reason="cancelled")
+    abandon_open_work(session, saga.id)
+
+
+def _unsettled(session: Session, saga_id: str, destination: str) -> StepRow:
+    step = next((st for st in records.steps(session, saga_id) if st.uri == destination), None)
+    if step is None:
+        raise InvalidInput(f"{destination} is not a destination of saga {saga_id}")
+    if StepState(step.state) not in decider.UNSETTLED:
+        raise Refused(f"step {destination} is {step.state}, not uncertain or compensation-failed")
+    return step
+
+
+def _asked_receipt(
+    runner: SagaRunner, saga_id: str, destination: str, digest: str, actor: str
+) -> dict[str, Any] | None:
+    """The destination's receipt through the harness (read only); whatever it says, the person's word
+    stands and nothing is published."""
+    answer = runner.tools.call(
+        ToolCall(
+            tool="publish.status",
+            arguments={"saga_id": saga_id, "destination": destination, "version_digest": digest},
+            call_id=uuid.uuid4().hex,
+        ),
+        Caller(actor=actor, capabilities=frozenset({"publish.status"}), saga_id=saga_id),
+    )
+    found = answer.output if answer.status is ToolStatus.OK and isinstance(answer.output, dict) else {}
+    if found.get("kind") == "applied" and isinstance(found.get("receipt"), dict):
+        return {**found["receipt"], "reconciled_by": actor}
+    return None
+
+
+__all__ = ["cancel_saga", "reconcile_step", "resume"]

@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
-from orchestrator.errors import InvalidInput, NotFound
+from orchestrator.core.errors import InvalidInput, NotFound
 from orchestrator.harness.digests import text_digest
 from orchestrator.store.harness_store import add_event
 from orchestrator.store.tables import ApprovalRow, SagaRow, StepRow, VersionRow, utcnow

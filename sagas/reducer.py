@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from orchestrator.errors import IllegalTransition, Refused
+from orchestrator.core.errors import IllegalTransition, Refused
 from sagas.machine import SagaEvent, SagaState, apply
 from sagas.step_states import StepState
 

@@ -1,42 +1,65 @@
-"""The publishing saga runner: one step per destination, in order.
+"""The publishing saga runner: carries out what `sagas.decider` says, nothing more.
 
-`approved → executing`; each step is a `publish` call through the harness.
-All acked: `succeeded`. A definite failure compensates the completed steps
-in reverse order, then `failed`. A maybe-applied outcome the destination
-cannot settle leaves the step `uncertain` and the saga `effect-unknown`,
-where only a person moves it on (`reconcile`, `cancel`).
+Each round reads the saga and its steps under a lock, records what the last
+round's calls ended in, asks the decider for the next command and either
+applies a transition (in that transaction) or, after the commit, runs the
+command's tool calls through the harness: the pending steps concurrently
+(at most `limit` calls to one destination at a time in this process), the
+undos one after another, the last completed first. An undo that fails
+definitely is retried with bounded backoff; one that still fails, or may
+have happened, leaves its step `compensation-failed` for a person.
 """
 
 from __future__ import annotations
 
+import contextvars
+import threading
 import uuid
-from datetime import UTC, datetime
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
+from typing import Any
 
 from sqlmodel import Session
 
-from orchestrator.app import App, Finalizer, noop
-from orchestrator.errors import RetryLater
-from orchestrator.harness.approvals import ApprovalRequest, refusal, session_for
+from orchestrator.core.clock import Clock
+from orchestrator.core.errors import RetryLater
+from orchestrator.harness.approvals import ApprovalRequest, ApprovalView, refusal, session_for
 from orchestrator.harness.capabilities import ROLE_CAPABILITIES
 from orchestrator.harness.digests import business_key
-from orchestrator.harness.engine import Caller
-from orchestrator.harness.spec import ToolCall, ToolResult, ToolStatus
-from orchestrator.store.db import UnitOfWork, unit_of_work
+from orchestrator.harness.engine import Caller, sleep_backoff
+from orchestrator.harness.ports import HarnessStore, ToolPath
+from orchestrator.harness.spec import Refusal, ToolCall, ToolResult, ToolStatus
+from orchestrator.store.db import UnitOfWork
 from orchestrator.store.tables import SagaRow, StepRow, utcnow
-from orchestrator.store.work import renew_lease
+from outbox.handlers import Finalizer, noop
 from outbox.messages import Handoff
-from sagas import records
+from sagas import decider, records
+from sagas.decider import Compensate, Publish, StartExecution, Transition, Wait
 from sagas.machine import SagaEvent, SagaState
 from sagas.step_records import set_step
 from sagas.step_states import StepState
 from telemetry import metrics, names
 
 PUBLISHER = "publisher"
+# Which step a transition is about, and what its reason says when this round did not see the call.
+STEP_OF: dict[SagaEvent, frozenset[StepState]] = {
+    SagaEvent.STEP_UNCERTAIN: decider.UNSETTLED,
+    SagaEvent.COMPENSATION_FAILED: decider.UNSETTLED,
+    SagaEvent.STEP_FAILED: frozenset({StepState.FAILED}),
+}
+FALLBACK: dict[StepState, str] = {
+    StepState.UNCERTAIN: "outcome unknown",
+    StepState.COMPENSATION_FAILED: "the undo's outcome is unknown",
+    StepState.FAILED: "error: failed",
+}
 
 
-def publisher_caller(saga: SagaRow, digest: str) -> Caller:
+def publisher_caller(saga: SagaRow, digest: str, actor: str = PUBLISHER) -> Caller:
     return Caller(
-        actor=PUBLISHER,
+        actor=actor,
         capabilities=ROLE_CAPABILITIES["publisher"],
         saga_id=saga.id,
         span_attributes={
@@ -45,6 +68,193 @@ def publisher_caller(saga: SagaRow, digest: str) -> Caller:
             names.ATTR_VERSION_DIGEST: digest,
         },
     )
+
+
+class DestinationLimits:
+    """At most `limit` calls in flight to one destination in this process."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = max(1, limit)
+        self._lock = threading.Lock()
+        self._gates: dict[str, threading.BoundedSemaphore] = defaultdict(
+            lambda: threading.BoundedSemaphore(self.limit)
+        )
+
+    @contextmanager
+    def hold(self, uri: str) -> Iterator[None]:
+        with self._lock:
+            gate = self._gates[uri]
+        with gate:
+            yield
+
+
+@dataclass
+class Outcome:
+    """What one step's call ended in, to record at the start of the next round."""
+
+    state: StepState
+    reason: str
+
+
+@dataclass
+class Round:
+    """What the calls of this handoff learned, carried from one decision to the next."""
+
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
+    approver_lapsed: str | None = None
+
+
+@dataclass
+class SagaRunner:
+    """Runs one saga's publishing; built once by the composition root with what it uses."""
+
+    transact: Callable[[], AbstractContextManager[UnitOfWork]]
+    tools: ToolPath
+    store: HarnessStore
+    signing_key: bytes
+    clock: Clock
+    renew: Callable[[str, str], object]
+    limits: DestinationLimits = field(default_factory=lambda: DestinationLimits(4))
+    undo_attempts: int = 3
+    pause: Callable[[float], None] = field(default=lambda _s: None)
+
+    # -- the handler -----------------------------------------------------------
+    def handle(self, handoff: Handoff, holder: str) -> Finalizer:
+        """Drive the saga until it finishes, waits for a person, or must be asked again later."""
+        learned = Round()
+        while True:
+            self.renew(handoff.work_id, holder)
+            with self.transact() as uow:
+                saga = records.load_saga(uow.session, handoff.saga_id, lock=True)
+                head = records.head(uow.session, saga)
+                if head is None:
+                    return noop
+                steps = records.steps(uow.session, saga.id)
+                self._record(uow.session, steps, learned)
+                command = decider.next_command(self._view(saga, head.digest, learned), step_views(steps))
+                if isinstance(command, Wait):
+                    return noop
+                if isinstance(command, StartExecution):
+                    start_execution(uow.session, saga, head.digest)
+                    continue
+                if isinstance(command, Transition):
+                    self._transition(uow, saga, steps, command, learned)
+                    return noop
+                caller = publisher_caller(saga, head.digest)
+                digest = head.digest
+            if isinstance(command, Publish):
+                self._publish(caller, saga.id, command.uris, digest, learned)
+            elif isinstance(command, Compensate):
+                self._compensate(caller, saga.id, command.uris, digest, learned)
+
+    # -- reading ---------------------------------------------------------------
+    def _view(self, saga: SagaRow, digest: str, learned: Round) -> decider.Saga:
+        why = None
+        if saga.state == SagaState.APPROVED:
+            why = approval_refusal(
+                self.store.find_approval(saga.id, digest), saga, digest, self.signing_key, self.clock
+            )
+        return decider.Saga(
+            state=SagaState(saga.state),
+            destinations=tuple(saga.destinations),
+            approval_refusal=why,
+            cancel_requested_by=saga.cancel_requested_by,
+            approver_lapsed=learned.approver_lapsed,
+        )
+
+    def _record(self, session: Session, steps: list[StepRow], learned: Round) -> None:
+        """Write what the last round's calls ended in (a done or compensated step its recorder wrote)."""
+        for step in steps:
+            outcome = learned.outcomes.get(step.uri)
+            if outcome is not None and step.state != outcome.state:
+                set_step(session, step, outcome.state, actor=PUBLISHER)
+                if outcome.state is StepState.COMPENSATION_FAILED:
+                    metrics.record_compensation_failed(_scheme(step.uri))
+
+    # -- transitions (each one the decider's) -----------------------------------
+    def _transition(
+        self, uow: UnitOfWork, saga: SagaRow, steps: list[StepRow], command: Transition, learned: Round
+    ) -> None:
+        s = uow.session
+        event, reason = command.event, command.reason
+        detail: dict[str, Any] = {}
+        first = _first(steps, STEP_OF.get(event, frozenset()))
+        if first is not None:
+            known = learned.outcomes.get(first.uri)
+            detail = {"destination": first.uri, "key": first.idempotency_key}
+            why = known.reason if known else FALLBACK[StepState(first.state)]
+            reason = f"{first.uri}: {why}"
+            if event is SagaEvent.COMPENSATION_FAILED:
+                reason = f"{first.uri}: could not be undone: {why}; a person decides (retry or reconcile)"
+        if event is SagaEvent.APPROVAL_LAPSED and saga.state == SagaState.EXECUTING:
+            # Undone: a later approval publishes them again under the same keys.
+            again = [st for st in steps if st.state == StepState.COMPENSATED]
+            for step in again:
+                rearm(uow, self.store, step, actor=PUBLISHER, reason="compensated after the approver lapsed")
+            detail = {"compensated": [st.uri for st in again]}
+        if event is SagaEvent.CANCELLED:
+            records.void_approvals(s, saga.id, reason="cancelled")
+        records.transition(s, saga, event, actor=PUBLISHER, reason=reason, detail=detail or None)
+        if event is SagaEvent.STEP_UNCERTAIN and first is not None:
+            metrics.record_effect_unknown(_scheme(first.uri))
+        if SagaState(saga.state) in (SagaState.SUCCEEDED, SagaState.FAILED, SagaState.CANCELLED):
+            metrics.record_saga_finished(saga.state, (utcnow() - saga.created_at).total_seconds())
+
+    # -- tool calls --------------------------------------------------------------
+    def _publish(
+        self, caller: Caller, saga_id: str, uris: tuple[str, ...], digest: str, learned: Round
+    ) -> None:
+        def one(uri: str) -> tuple[str, ToolResult]:
+            with self.limits.hold(uri):
+                return uri, call_tool(self.tools, caller, "publish", saga_id, uri, digest)
+
+        if len(uris) == 1:
+            results = [one(uris[0])]
+        else:
+            with ThreadPoolExecutor(max_workers=len(uris), thread_name_prefix="publish") as pool:
+                # Each call keeps the trace and the acting person of this round.
+                futures = [pool.submit(contextvars.copy_context().run, one, uri) for uri in uris]
+                results = [f.result() for f in futures]
+        held: list[str] = []
+        for uri, result in results:
+            if result.applied:
+                continue
+            if result.status is ToolStatus.UNCERTAIN:
+                learned.outcomes[uri] = Outcome(StepState.UNCERTAIN, _without_uri(uri, result.reason))
+            elif result.refusal is Refusal.APPROVER_LAPSED:
+                learned.approver_lapsed = f"{uri}: not published: {result.reason}"
+            elif result.refusal is Refusal.IN_FLIGHT:
+                held.append(f"{uri}: {result.reason}")
+            else:
+                learned.outcomes[uri] = Outcome(
+                    StepState.FAILED, f"{result.status.value}: {_without_uri(uri, result.reason)}"
+                )
+        if held and not learned.outcomes and learned.approver_lapsed is None:
+            # Another call holds a step's key: neither a failure nor a success yet.
+            raise RetryLater("; ".join(held), saga_id=saga_id)
+
+    def _compensate(
+        self, caller: Caller, saga_id: str, uris: tuple[str, ...], digest: str, learned: Round
+    ) -> None:
+        """Undo in the order given; stop at the first undo that needs a person."""
+        for uri in uris:
+            result = self.undo(caller, saga_id, uri, digest)
+            if result.applied:
+                continue
+            if result.refusal is Refusal.IN_FLIGHT:
+                raise RetryLater(f"{uri}: {result.reason}", saga_id=saga_id)
+            learned.outcomes[uri] = Outcome(StepState.COMPENSATION_FAILED, _without_uri(uri, result.reason))
+            return
+
+    def undo(self, caller: Caller, saga_id: str, uri: str, digest: str) -> ToolResult:
+        """One step's undo, retried with bounded backoff while it fails definitely."""
+        result = call_tool(self.tools, caller, "publish.compensate", saga_id, uri, digest)
+        attempt = 1
+        while not result.applied and result.status is ToolStatus.ERROR and attempt < self.undo_attempts:
+            self.pause(sleep_backoff(attempt))
+            attempt += 1
+            result = call_tool(self.tools, caller, "publish.compensate", saga_id, uri, digest)
+        return result
 
 
 def start_execution(session: Session, saga: SagaRow, digest: str) -> list[StepRow]:
@@ -64,81 +274,22 @@ def start_execution(session: Session, saga: SagaRow, digest: str) -> list[StepRo
     return records.steps(session, saga.id)
 
 
-def publish_handler(app: App, handoff: Handoff, holder: str) -> Finalizer:
-    with unit_of_work(app.engine) as uow:
-        saga = records.load_saga(uow.session, handoff.saga_id, lock=True)
-        head = records.head(uow.session, saga)
-        if saga.state not in (SagaState.APPROVED, SagaState.EXECUTING) or head is None:
-            return noop
-        digest = head.digest
-        if saga.state == SagaState.APPROVED:
-            lapsed = _approval_lapsed(app, saga, digest)
-            if lapsed:
-                records.transition(
-                    uow.session, saga, SagaEvent.APPROVAL_LAPSED, actor=PUBLISHER, reason=lapsed
-                )
-                return noop
-        start_execution(uow.session, saga, digest)
-        caller = publisher_caller(saga, digest)
-        order = [s.uri for s in records.steps(uow.session, saga.id)]
-    done: list[str] = []
-    for uri in order:
-        renew_lease(app.engine, handoff.work_id, holder, app.settings.lease_seconds)
-        result = call_tool(app, caller, "publish", saga.id, uri, digest)
-        if result.applied:
-            done.append(uri)
-            continue
-        if result.status is ToolStatus.UNCERTAIN:
-            return _finish_uncertain(saga.id, uri, result)
-        if isinstance(result.output, dict) and result.output.get("approver_lapsed"):
-            return approver_lapsed(app, caller, saga.id, uri, result, done, digest)
-        if isinstance(result.output, dict) and result.output.get("in_flight"):
-            # Another call holds this step's key: neither a failure nor a success yet.
-            raise RetryLater(f"{uri}: {result.reason}", saga_id=saga.id)
-        compensate(app, caller, saga.id, list(reversed(done)), digest)
-        return _finish_failed(saga.id, uri, result)
-    return _finish_succeeded(saga.id)
+def rearm(uow: UnitOfWork, store: HarnessStore, step: StepRow, *, actor: str, reason: str) -> None:
+    """Make a step publishable again under its key: its publish and its undo may both run again."""
+    key = step.idempotency_key
+    if key:
+        for ledger_key in (key, "undo-" + key):
+            found = store.ledger_get(ledger_key)
+            if found is not None and found.status != "absent":
+                store.reconcile(ledger_key, "absent", actor=actor, reason=reason, within=uow)
+    step.receipt = None
+    set_step(uow.session, step, StepState.PENDING, actor=actor)
 
 
-def approver_lapsed(
-    app: App, caller: Caller, saga_id: str, uri: str, result: ToolResult, done: list[str], digest: str
-) -> Finalizer:
-    """The approver was revoked or lost reviewer before `uri`'s intent: nothing was sent
-    there; undo the steps already published, and hand the saga back to the reviewers."""
-    left = compensate(app, caller, saga_id, list(reversed(done)), digest)
-    reason = f"{uri}: not published: {result.reason}"
-
-    def finalize(uow: UnitOfWork) -> None:
-        saga = records.load_saga(uow.session, saga_id, lock=True)
-        if saga.state == SagaState.EXECUTING:
-            for step in records.steps(uow.session, saga_id):
-                if step.uri in done and step.uri not in left and step.idempotency_key:
-                    # Undone: a later approval publishes it again under the same key
-                    # (as `reconcile --outcome absent` would allow).
-                    if app.store.ledger_get(step.idempotency_key) is not None:
-                        app.store.reconcile(
-                            step.idempotency_key,
-                            "absent",
-                            actor=PUBLISHER,
-                            reason="compensated after the approver lapsed",
-                            within=uow,
-                        )
-                    set_step(uow.session, step, StepState.PENDING, actor=PUBLISHER)
-            records.transition(
-                uow.session,
-                saga,
-                SagaEvent.APPROVAL_LAPSED,
-                actor=PUBLISHER,
-                reason=reason,
-                detail={"destination": uri, "compensated": [u for u in done if u not in left]},
-            )
-
-    return finalize
-
-
-def _approval_lapsed(app: App, saga: SagaRow, digest: str) -> str | None:
+def approval_refusal(
+    approval: ApprovalView | None, saga: SagaRow, digest: str, key: bytes, clock: Clock
+) -> str | None:
     """Why the saga's approval can no longer start an execution, if it cannot."""
-    approval = app.store.find_approval(saga.id, digest)
     session = session_for(saga.id, saga.run)
     want = ApprovalRequest(
         saga_id=saga.id,
@@ -147,12 +298,11 @@ def _approval_lapsed(app: App, saga: SagaRow, digest: str) -> str | None:
         session=session,
         execution=session,
     )
-    why = refusal(approval, want, key=app.signing_key, now=datetime.now(UTC))
-    return f"approval lapsed before publishing: {why}" if why else None
+    return refusal(approval, want, key=key, now=clock.now())
 
 
-def call_tool(app: App, caller: Caller, tool: str, saga_id: str, uri: str, digest: str) -> ToolResult:
-    return app.harness.call(
+def call_tool(tools: ToolPath, caller: Caller, tool: str, saga_id: str, uri: str, digest: str) -> ToolResult:
+    return tools.call(
         ToolCall(
             tool=tool,
             arguments={"saga_id": saga_id, "destination": uri, "version_digest": digest},
@@ -162,20 +312,16 @@ def call_tool(app: App, caller: Caller, tool: str, saga_id: str, uri: str, diges
     )
 
 
-def compensate(app: App, caller: Caller, saga_id: str, uris: list[str], digest: str) -> list[str]:
-    """Undo the given steps, in the order given; the ones that could not be undone."""
-    left: list[str] = []
-    for uri in uris:
-        result = call_tool(app, caller, "publish.compensate", saga_id, uri, digest)
-        if not result.applied:
-            left.append(uri)
-    return left
+def step_views(steps: list[StepRow]) -> tuple[decider.Step, ...]:
+    return tuple(
+        decider.Step(uri=s.uri, position=s.position, state=StepState(s.state), since=s.updated_at)
+        for s in steps
+    )
 
 
-def _set_step(session: Session, saga_id: str, uri: str, state: StepState) -> None:
-    for step in records.steps(session, saga_id):
-        if step.uri == uri:
-            set_step(session, step, state, actor=PUBLISHER)
+def _first(steps: list[StepRow], states: frozenset[StepState]) -> StepRow | None:
+    found = [s for s in steps if StepState(s.state) in states]
+    return min(found, key=lambda s: s.position) if found else None
 
 
 def _without_uri(uri: str, reason: str | None) -> str:
@@ -184,63 +330,18 @@ def _without_uri(uri: str, reason: str | None) -> str:
     return text[len(uri) + 2 :] if text.startswith(f"{uri}: ") else text
 
 
-def _finish_uncertain(saga_id: str, uri: str, result: ToolResult) -> Finalizer:
-    def finalize(uow: UnitOfWork) -> None:
-        saga = records.load_saga(uow.session, saga_id, lock=True)
-        _set_step(uow.session, saga_id, uri, StepState.UNCERTAIN)
-        if saga.state == SagaState.EXECUTING:
-            records.transition(
-                uow.session,
-                saga,
-                SagaEvent.STEP_UNCERTAIN,
-                actor=PUBLISHER,
-                reason=f"{uri}: {_without_uri(uri, result.reason)}",
-                detail={"destination": uri, "key": result.idempotency_key},
-            )
-            metrics.record_effect_unknown(uri.split(":", 1)[0])
-
-    return finalize
-
-
-def _finish_failed(saga_id: str, uri: str, result: ToolResult) -> Finalizer:
-    def finalize(uow: UnitOfWork) -> None:
-        saga = records.load_saga(uow.session, saga_id, lock=True)
-        _set_step(uow.session, saga_id, uri, StepState.FAILED)
-        if saga.state == SagaState.EXECUTING:
-            records.transition(
-                uow.session,
-                saga,
-                SagaEvent.STEP_FAILED,
-                actor=PUBLISHER,
-                reason=f"{uri}: {result.status.value}: {_without_uri(uri, result.reason)}",
-                detail={"destination": uri},
-            )
-            _record_duration(saga)
-
-    return finalize
-
-
-def _finish_succeeded(saga_id: str) -> Finalizer:
-    def finalize(uow: UnitOfWork) -> None:
-        saga = records.load_saga(uow.session, saga_id, lock=True)
-        if saga.state == SagaState.EXECUTING and all(
-            s.state == StepState.DONE for s in records.steps(uow.session, saga_id)
-        ):
-            records.transition(uow.session, saga, SagaEvent.ALL_ACKED, actor=PUBLISHER, reason=None)
-            _record_duration(saga)
-
-    return finalize
-
-
-def _record_duration(saga: SagaRow) -> None:
-    metrics.record_saga_finished(saga.state, (utcnow() - saga.created_at).total_seconds())
+def _scheme(uri: str) -> str:
+    return uri.split(":", 1)[0]
 
 
 __all__ = [
-    "approver_lapsed",
+    "PUBLISHER",
+    "DestinationLimits",
+    "SagaRunner",
+    "approval_refusal",
     "call_tool",
-    "compensate",
-    "publish_handler",
     "publisher_caller",
+    "rearm",
     "start_execution",
+    "step_views",
 ]

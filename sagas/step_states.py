@@ -2,7 +2,9 @@
 
 `pending` (to run), `done` (acked, receipt recorded), `uncertain` (maybe
 applied: waits for a person), `failed` (definitely not applied),
-`compensated` (undone after a later failure or a cancel). `executing` is
+`compensated` (undone after a later failure or a cancel), `compensation-failed`
+(the undo failed after its retries, or may have happened: a person decides),
+`kept` (a person confirmed that an effect whose undo failed stays). `executing` is
 spelled for stored rows of older versions; nothing sets it today.
 """
 
@@ -18,6 +20,8 @@ class StepState(StrEnum):
     UNCERTAIN = "uncertain"
     FAILED = "failed"
     COMPENSATED = "compensated"
+    COMPENSATION_FAILED = "compensation-failed"
+    KEPT = "kept"
 
 
 __all__ = ["StepState"]

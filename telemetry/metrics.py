@@ -13,6 +13,7 @@ nothing when metrics are off.
 | pressroom.outbox.lag              | histogram             | s      | messaging.destination.name     |
 | pressroom.destination.duration    | histogram             | s      | scheme, pressroom.outcome      |
 | pressroom.effect_unknown          | counter               | {step} | pressroom.destination.scheme   |
+| pressroom.compensation_failed     | counter               | {step} | pressroom.destination.scheme   |
 | pressroom.dead_letters            | counter               | {message} | messaging.destination.name  |
 | pressroom.reviews.overdue         | async gauge           | {saga} |                                |
 | pressroom.pruned                  | counter               | {row}  | pressroom.table                |
@@ -49,6 +50,7 @@ class _Instruments:
     outbox_lag: Histogram
     destination_duration: Histogram
     effect_unknown: Counter
+    compensation_failed: Counter
     dead_letters: Counter
     pruned: Counter
 
@@ -126,6 +128,11 @@ def record_effect_unknown(scheme: str) -> None:
     _current().effect_unknown.add(1, {names.ATTR_DESTINATION_SCHEME: scheme})
 
 
+def record_compensation_failed(scheme: str) -> None:
+    """A step's undo failed after its retries, or may have happened (the saga waits for a person)."""
+    _current().compensation_failed.add(1, {names.ATTR_DESTINATION_SCHEME: scheme})
+
+
 def _seconds(value: float) -> float:
     # Clocks of two processes can disagree by a little; a histogram refuses negatives.
     return max(0.0, float(value))
@@ -197,6 +204,11 @@ def _build(provider: MeterProvider) -> _Instruments:
             unit="{step}",
             description="Steps whose side effect may or may not have happened",
         ),
+        compensation_failed=meter.create_counter(
+            names.METRIC_COMPENSATION_FAILED,
+            unit="{step}",
+            description="Steps whose undo failed or may have happened: a person decides",
+        ),
         dead_letters=meter.create_counter(
             names.METRIC_DEAD_LETTERS,
             unit="{message}",
@@ -217,6 +229,7 @@ __all__ = [
     "record_pruned",
     "set_overdue_reviews_counter",
     "record_destination_latency",
+    "record_compensation_failed",
     "record_effect_unknown",
     "record_outbox_lag",
     "record_saga_finished",

@@ -3,7 +3,7 @@
 Telemetry is off unless configured: with OTEL_TRACES_EXPORTER (or
 OTEL_METRICS_EXPORTER) unset nothing is exported, and OTEL_SDK_DISABLED=true
 pins the API's no-op tracer. The variables arrive as a mapping (the
-composition root passes `orchestrator.config.environ_snapshot()`), since only
+composition root passes `orchestrator.core.config.environ_snapshot()`), since only
 the config module reads the environment; the SDK still reads its own finer settings (endpoint,
 headers, sampler, OTEL_RESOURCE_ATTRIBUTES) itself.
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from orchestrator.errors import Refused
+from orchestrator.core.errors import Refused
 
 
 def _human(report: dict[str, Any]) -> None:

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from orchestrator.core.errors import EXIT_BAD_INPUT, EXIT_UNAVAILABLE, PressroomError, exit_code_for
 from orchestrator.entrypoints.cli_people import caller, reader
 from orchestrator.entrypoints.lazy import lazy_module
 from orchestrator.entrypoints.outcome import check as check_outcome
-from orchestrator.errors import EXIT_BAD_INPUT, EXIT_UNAVAILABLE, PressroomError, exit_code_for
 
 if TYPE_CHECKING:
     from orchestrator import services
@@ -39,7 +39,7 @@ class Ctx:
     def app(self, service: str = "pressroom-cli") -> App:
         if self._app is None:
             from orchestrator.bootstrap import build_app
-            from orchestrator.config import Settings
+            from orchestrator.core.config import Settings
             from orchestrator.observability import start_tracing
 
             settings = Settings()

@@ -25,9 +25,9 @@ from rich.table import Table
 from orchestrator import services
 from orchestrator.app import App
 from orchestrator.bootstrap import build_app
-from orchestrator.config import Settings, environ_snapshot
+from orchestrator.core.config import Settings, environ_snapshot
+from orchestrator.core.errors import PressroomError
 from orchestrator.entrypoints.render import plural
-from orchestrator.errors import PressroomError
 from outbox.broker import InlineBroker
 
 SAMPLE_CORPUS = Path(__file__).resolve().parents[2] / "roles" / "sample_corpus"

@@ -13,8 +13,10 @@ matching service returns, unchanged.
     GET  /api/sagas/{id}/diff/{n}/{m}        unified diff, text/plain
     POST /api/sagas/{id}/approve             {"version", "as", "expires_in"?}
     POST /api/sagas/{id}/reject              {"as", "reason"}
-    POST /api/sagas/{id}/cancel              {"as"}
+    POST /api/sagas/{id}/cancel              {"as"}; while executing: `"cancel": "requested"`
     POST /api/sagas/{id}/reconcile           {"destination", "outcome", "as", "reason"}
+    POST /api/sagas/{id}/retry               {"as"}: run a failed saga (or a failed undo) again
+    POST /api/sagas/{id}/fork                {"version", "as"}: 201, the new saga at ready-for-review
 
 Errors are `{"error": message, "kind": class name}` with the status from
 `http_support.status_for`: InvalidInput (and a body that is not JSON, or not
@@ -48,9 +50,8 @@ import ipaddress
 import logging
 import secrets
 from collections.abc import Iterable
-from typing import Any, TypeVar
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 from sqlalchemy.exc import DBAPIError
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -62,20 +63,27 @@ from starlette.routing import Route
 
 from orchestrator import services
 from orchestrator.app import App
+from orchestrator.core.errors import InvalidInput, PressroomError
 from orchestrator.entrypoints import pages
-from orchestrator.entrypoints.http_support import LOOPBACK_HOSTS, Guard, media_type, read_body, status_for
+from orchestrator.entrypoints.http_bodies import (
+    ApproveBody,
+    CancelBody,
+    ForkBody,
+    ReconcileBody,
+    RejectBody,
+    RetryBody,
+    SubmitBody,
+    bearer,
+    json_body,
+)
+from orchestrator.entrypoints.http_support import LOOPBACK_HOSTS, Guard, status_for
 from orchestrator.entrypoints.web import WebPages
 from orchestrator.entrypoints.web_auth import WebAuth
-from orchestrator.errors import InvalidInput, PressroomError
-from orchestrator.harness.parse import ParseRefused, strict_loads
 from orchestrator.harness.principals import Principal
 from orchestrator.people import mode, resolve
 from orchestrator.store.outage import unreachable
 
 log = logging.getLogger(__name__)
-
-MAX_JSON_BYTES = 256 * 1024
-MAX_JSON_DEPTH = 16
 
 _HTTP_KINDS = {
     400: "InvalidInput",
@@ -85,76 +93,6 @@ _HTTP_KINDS = {
     413: "PayloadTooLarge",
     415: "UnsupportedMediaType",
 }
-
-
-# -- request bodies (unknown fields are refused, so a typo is not ignored) --------
-class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class SubmitBody(_Body):
-    brief: StrictStr
-    corpus: StrictStr
-    destinations: list[StrictStr]
-    actor: StrictStr | None = Field(default=None, alias="as")
-
-
-class ApproveBody(_Body):
-    version: StrictInt
-    actor: StrictStr | None = Field(default=None, alias="as")
-    expires_in: StrictStr | None = None
-
-
-class RejectBody(_Body):
-    actor: StrictStr | None = Field(default=None, alias="as")
-    reason: StrictStr
-
-
-class CancelBody(_Body):
-    actor: StrictStr | None = Field(default=None, alias="as")
-
-
-class ReconcileBody(_Body):
-    destination: StrictStr
-    outcome: StrictStr
-    actor: StrictStr | None = Field(default=None, alias="as")
-    reason: StrictStr
-
-
-B = TypeVar("B", bound=_Body)
-
-
-def _explain(exc: ValidationError) -> str:
-    parts = []
-    for error in exc.errors(include_url=False, include_input=False):
-        where = ".".join(str(p) for p in error["loc"]) or "body"
-        parts.append(f"{where}: {error['msg']}")
-    return "invalid request body: " + "; ".join(parts)
-
-
-async def json_body(request: Request, model: type[B]) -> B:
-    """The request's JSON object as `model`; InvalidInput (400) when it is not one."""
-    if media_type(request) != "application/json":
-        raise HTTPException(415, "send the request body as Content-Type: application/json")
-    raw = await read_body(request, MAX_JSON_BYTES)
-    try:
-        data = strict_loads(raw.decode("utf-8"), MAX_JSON_DEPTH)
-    except UnicodeDecodeError:
-        raise InvalidInput("the request body is not UTF-8 text") from None
-    except ParseRefused as exc:  # bad JSON, too deep, or a key named twice
-        raise InvalidInput(f"the request body is refused: {exc}") from None
-    if not isinstance(data, dict):
-        raise InvalidInput("the request body must be a JSON object")
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise InvalidInput(_explain(exc)) from None
-
-
-def bearer(request: Request) -> str | None:
-    """The token of an `Authorization: Bearer TOKEN` header, if there is one."""
-    scheme, _, value = request.headers.get("authorization", "").partition(" ")
-    return value.strip() or None if scheme.lower() == "bearer" else None
 
 
 class Api:
@@ -188,6 +126,8 @@ class Api:
             Route("/api/sagas/{saga_id}/reject", self.reject, methods=["POST"]),
             Route("/api/sagas/{saga_id}/cancel", self.cancel, methods=["POST"]),
             Route("/api/sagas/{saga_id}/reconcile", self.reconcile, methods=["POST"]),
+            Route("/api/sagas/{saga_id}/retry", self.retry, methods=["POST"]),
+            Route("/api/sagas/{saga_id}/fork", self.fork, methods=["POST"]),
         ]
 
     async def list_sagas(self, request: Request) -> Response:
@@ -277,6 +217,26 @@ class Api:
             return services.cancel(self.app, saga_id, actor=who)
 
         return JSONResponse(await run_in_threadpool(call))
+
+    async def retry(self, request: Request) -> Response:
+        body = await json_body(request, RetryBody)
+        who = await self.caller(request, body.actor)
+        saga_id = request.path_params["saga_id"]
+
+        def call() -> dict[str, Any]:
+            return services.retry(self.app, saga_id, actor=who)
+
+        return JSONResponse(await run_in_threadpool(call))
+
+    async def fork(self, request: Request) -> Response:
+        body = await json_body(request, ForkBody)
+        who = await self.caller(request, body.actor)
+        saga_id = request.path_params["saga_id"]
+
+        def call() -> dict[str, Any]:
+            return services.fork(self.app, saga_id, version=body.version, actor=who)
+
+        return JSONResponse(await run_in_threadpool(call), status_code=201)
 
     async def reconcile(self, request: Request) -> Response:
         body = await json_body(request, ReconcileBody)
@@ -380,7 +340,7 @@ def serve(host: str = "127.0.0.1", port: int = 8080) -> None:
     import uvicorn
 
     from orchestrator.bootstrap import build_app
-    from orchestrator.config import Settings
+    from orchestrator.core.config import Settings
     from orchestrator.observability import start_tracing
     from telemetry.names import SERVICE_API
 
@@ -400,16 +360,4 @@ def serve(host: str = "127.0.0.1", port: int = 8080) -> None:
     )
 
 
-__all__ = [
-    "MAX_JSON_BYTES",
-    "Api",
-    "ApproveBody",
-    "CancelBody",
-    "ReconcileBody",
-    "RejectBody",
-    "SubmitBody",
-    "create_app",
-    "is_loopback",
-    "json_body",
-    "serve",
-]
+__all__ = ["Api", "create_app", "is_loopback", "serve"]

@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from orchestrator.errors import (
+from orchestrator.core.errors import (
     ApprovalRequired,
     InvalidInput,
     NotAuthenticated,

@@ -51,13 +51,13 @@ from mcp.server.auth.provider import AccessToken
 from pydantic import BaseModel, create_model
 
 from orchestrator.app import App
+from orchestrator.core.errors import InvalidInput
 from orchestrator.entrypoints.mcp_json import (
     MarkDuplicates,
     MarkedLines,
     duplicate_arguments,
     holds_duplicate,
 )
-from orchestrator.errors import InvalidInput
 from orchestrator.harness.engine import Caller
 from orchestrator.harness.principals import Principal
 from orchestrator.harness.provenance import DataEnvelope, wrap
@@ -340,7 +340,7 @@ def http_app(server: Server[Any], tokens: UserTokens, host: str) -> Any:
 def run_mcp(*, transport: str, host: str, port: int, actor: str | None, capabilities: str | None) -> None:
     """Serve until the client goes away (stdio) or the process is stopped (HTTP)."""
     from orchestrator.bootstrap import build_app
-    from orchestrator.config import Settings
+    from orchestrator.core.config import Settings
     from orchestrator.observability import start_tracing
 
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")

@@ -1,4 +1,4 @@
-"""Operators' commands: `db upgrade`, `db check`, `prune`, `dead-letters`.
+"""Operators' commands: `retry`, `fork`, `db upgrade`, `db check`, `prune`, `dead-letters`.
 
 Thin, like every command: they read `Settings`, call one function and print
 what it returns (`--json`: one object). `prune` and `dead-letters requeue`
@@ -7,16 +7,15 @@ name their caller with `--as` the way the other changing commands do.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import click
 
-from orchestrator.errors import Refused
+from orchestrator.core.errors import Refused
 
 
 def _emit(payload: dict[str, Any], as_json: bool, line: str) -> None:
-    import json
-
     click.echo(json.dumps(payload, default=str, ensure_ascii=False) if as_json else line)
 
 
@@ -29,7 +28,7 @@ def register(cli: click.Group, pass_ctx: Any) -> None:
     @click.option("--json", "as_json", is_flag=True)
     def upgrade(as_json: bool) -> None:
         """Upgrade the database to the head revision (also done on first use)."""
-        from orchestrator.config import Settings
+        from orchestrator.core.config import Settings
         from orchestrator.store.db import create_schema, make_engine
 
         settings = Settings()
@@ -43,7 +42,7 @@ def register(cli: click.Group, pass_ctx: Any) -> None:
     @click.option("--json", "as_json", is_flag=True)
     def check(as_json: bool) -> None:
         """Exit 4 unless the database is at the head revision and matches the models."""
-        from orchestrator.config import Settings
+        from orchestrator.core.config import Settings
         from orchestrator.store import schema
         from orchestrator.store.db import make_engine
 
@@ -79,6 +78,42 @@ def register(cli: click.Group, pass_ctx: Any) -> None:
         rows = ", ".join(f"{n} {table}" for table, n in out["rows"].items())
         _emit(out, as_json, f"{verb} {out['total']} rows of {out['sagas']} finished sagas: {rows}")
 
+    @cli.command()
+    @click.argument("saga_id")
+    @click.option("--as", "actor", default=None, help="Your name (required in open mode).")
+    @click.option("--json", "as_json", is_flag=True)
+    @pass_ctx  # type: ignore[untyped-decorator]
+    def retry(ctx: Any, saga_id: str, actor: str | None, as_json: bool) -> None:
+        """Run a failed saga again from its last good point (same keys), or a failed undo again."""
+        from orchestrator import services
+        from orchestrator.entrypoints import render
+        from orchestrator.entrypoints.cli_people import caller
+        from orchestrator.entrypoints.outcome import check
+
+        out = services.retry(ctx.app(), saga_id, actor=caller(ctx, actor))
+        _emit_status(out, as_json, render.status)
+        check(out)
+
+    @cli.command()
+    @click.argument("saga_id")
+    @click.option(
+        "--version", "version", type=int, required=True, help="The version whose bytes the fork holds."
+    )
+    @click.option("--as", "actor", default=None, help="Your name (required in open mode).")
+    @click.option("--json", "as_json", is_flag=True)
+    @pass_ctx  # type: ignore[untyped-decorator]
+    def fork(ctx: Any, saga_id: str, version: int, actor: str | None, as_json: bool) -> None:
+        """Start a new saga at ready-for-review holding one version's bytes."""
+        from orchestrator import services
+        from orchestrator.entrypoints import render
+        from orchestrator.entrypoints.cli_people import caller
+
+        out = services.fork(ctx.app(), saga_id, version=version, actor=caller(ctx, actor))
+        origin = out["forked_from"]
+        if not as_json:
+            click.echo(f"forked {origin['saga_id']} version {origin['version']} into {out['saga_id']}")
+        _emit_status(out, as_json, render.status)
+
     @cli.group(name="dead-letters", invoke_without_command=True)
     @click.option("--json", "as_json", is_flag=True)
     @pass_ctx  # type: ignore[untyped-decorator]
@@ -110,6 +145,13 @@ def register(cli: click.Group, pass_ctx: Any) -> None:
         who = caller(ctx, actor, default="operator")
         out = operations.requeue_dead_letter(ctx.app(), dead_id, actor=who)
         _emit(out, as_json, f"requeued {out['id']} as message {out['requeued_as']}")
+
+
+def _emit_status(out: dict[str, Any], as_json: bool, human: Any) -> None:
+    if as_json:
+        click.echo(json.dumps(out, default=str, ensure_ascii=False))
+    else:
+        human(out)
 
 
 __all__ = ["register"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from orchestrator.errors import Refused
+from orchestrator.core.errors import Refused
 
 BAD_ENDS: Final = frozenset({"failed", "effect-unknown"})
 

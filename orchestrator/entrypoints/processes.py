@@ -8,8 +8,8 @@ from typing import Any
 
 import click
 
-from orchestrator.errors import InvalidInput
-from orchestrator.routing import QUEUES
+from orchestrator.core.errors import InvalidInput
+from orchestrator.core.routing import QUEUES
 
 
 def _queues(text: str) -> list[str]:
@@ -43,16 +43,18 @@ def register(cli: click.Group, pass_ctx: Any) -> None:
     @click.option("--loglevel", default="INFO", show_default=True)
     def worker(queues: str, concurrency: int, pool: str, loglevel: str) -> None:
         """A Celery worker for role queues (needs PRESSROOM_BROKER_URL)."""
-        from orchestrator.config import Settings
+        from orchestrator.core.config import Settings
 
         names = _queues(queues)
         settings = Settings()
         if not settings.broker_url.startswith(("redis", "rediss", "amqp", "pyamqp")):
             raise InvalidInput("pressroom worker needs PRESSROOM_BROKER_URL=redis://… or amqp://…")
-        from orchestrator.celery_app import make_celery, run_worker, set_worker_queues
+        from orchestrator.bootstrap import build_app
+        from orchestrator.celery_app import make_celery, run_worker, set_worker_queues, use_app_factory
         from orchestrator.observability import start_tracing
 
         set_worker_queues(names)
+        use_app_factory(build_app)
         if pool != "prefork":
             start_tracing("pressroom-worker-" + "-".join(names), settings)
         celery = make_celery(settings.broker_url, max_retries=settings.broker_max_retries)

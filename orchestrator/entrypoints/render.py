@@ -55,6 +55,8 @@ def status(s: dict[str, Any]) -> None:
         _line(f"  {s['title']}")
     if s.get("reason"):
         _line(f"  reason: {s['reason']}")
+    if s.get("cancel_requested_by") and s["state"] == "executing":
+        _line(f"  cancel requested by {s['cancel_requested_by']}: stops before its next step, then undoes")
     review = s.get("review") or {}
     if review:
         findings = review.get("findings", [])

@@ -45,10 +45,10 @@ from starlette.routing import Route
 
 from orchestrator import services
 from orchestrator.app import App
+from orchestrator.core.errors import InvalidInput, NotAuthenticated, NotFound, PressroomError
 from orchestrator.entrypoints import pages, web_rules
 from orchestrator.entrypoints.http_support import media_type, read_body, status_for
 from orchestrator.entrypoints.web_auth import Visitor, WebAuth
-from orchestrator.errors import InvalidInput, NotAuthenticated, NotFound, PressroomError
 from orchestrator.harness.principals import Principal
 from orchestrator.people import check_claim
 

@@ -38,9 +38,9 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+from orchestrator.core.errors import NotAuthenticated
 from orchestrator.entrypoints import web_rules
 from orchestrator.entrypoints.pages import Viewer
-from orchestrator.errors import NotAuthenticated
 from orchestrator.harness.principals import Principal
 from orchestrator.store.people import PeopleStore
 

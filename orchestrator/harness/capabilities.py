@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from orchestrator.errors import PolicyRefused
+from orchestrator.core.errors import PolicyRefused
 
 Capabilities = frozenset[str]
 

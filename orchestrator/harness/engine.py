@@ -18,7 +18,7 @@ from typing import Any
 from opentelemetry.trace import SpanKind
 from pydantic import BaseModel, ValidationError
 
-from orchestrator.errors import (
+from orchestrator.core.errors import (
     ApprovalRefused,
     ApproverLapsed,
     DestinationError,
@@ -38,6 +38,7 @@ from orchestrator.harness.registry import Registry
 from orchestrator.harness.spec import (
     NO_PROBE,
     ProbeAnswer,
+    Refusal,
     Risk,
     ToolCall,
     ToolContext,
@@ -232,7 +233,9 @@ class Harness:
             return self._refuse(c.proposal, c.caller, c.times, str(exc))
         except ApproverLapsed as exc:
             lapsed = self._refuse(c.proposal, c.caller, c.times, str(exc))
-            return lapsed.model_copy(update={"output": {"approver_lapsed": True}})
+            return lapsed.model_copy(
+                update={"output": {"approver_lapsed": True}, "refusal": Refusal.APPROVER_LAPSED}
+            )
         except ApprovalRefused as exc:
             return self._refuse(c.proposal, c.caller, c.times, str(exc))
         except PressroomError as exc:  # a pre-execute check said no: nothing pending, nothing sent
@@ -317,6 +320,8 @@ class Harness:
             tool=c.spec.name,
             status=ToolStatus.REJECTED,
             output={"in_flight": True, "retry_after": self._claim_seconds},
+            refusal=Refusal.IN_FLIGHT,
+            retry_after=self._claim_seconds,
             reason=reason,
             idempotency_key=c.key,
             event_id=event_id,

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, Literal, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
 from orchestrator.harness.approvals import ApprovalView
 from orchestrator.harness.checkpoints import AgentState
 from orchestrator.harness.provenance import DataEnvelope
-from orchestrator.harness.spec import ToolCall
+from orchestrator.harness.spec import ToolCall, ToolResult
+
+if TYPE_CHECKING:
+    from orchestrator.harness.engine import Caller
 
 
 class LedgerView(BaseModel):
@@ -151,4 +154,19 @@ class Planner(Protocol):
     def propose(self, transcript: Sequence[DataEnvelope]) -> ToolCall | None: ...
 
 
-__all__ = ["NO_READS", "AuthorizationReads", "EventTimes", "HarnessStore", "LedgerView", "Planner"]
+class ToolPath(Protocol):
+    """The one way to run a tool: through every check of the harness. Entry points and
+    handlers get this, never the registry or an executor."""
+
+    def call(self, proposal: ToolCall, caller: Caller) -> ToolResult: ...
+
+
+__all__ = [
+    "NO_READS",
+    "AuthorizationReads",
+    "EventTimes",
+    "HarnessStore",
+    "LedgerView",
+    "Planner",
+    "ToolPath",
+]

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Literal
 
-from orchestrator.errors import InvalidInput, NotPermitted
+from orchestrator.core.errors import InvalidInput, NotPermitted
 from orchestrator.harness.textfold import fold, skeleton
 
 AuthMethod = Literal["token", "session", "proxy", "open"]

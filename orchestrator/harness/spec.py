@@ -126,6 +126,20 @@ class ToolCall(BaseModel):
     call_id: str
 
 
+class Refusal(StrEnum):
+    """Why a call was refused or held, as a value callers branch on (never the reason text)."""
+
+    SCHEMA = "schema"
+    PERMISSION = "permission"
+    POLICY = "policy"
+    APPROVAL_MISSING = "approval_missing"
+    APPROVAL_STALE = "approval_stale"
+    APPROVER_LAPSED = "approver_lapsed"
+    IN_FLIGHT = "in_flight"
+    BOUND = "bound"
+    BUDGET_EXHAUSTED = "budget_exhausted"
+
+
 class ToolResult(BaseModel):
     """The one answer every path gets, whatever the tool."""
 
@@ -138,6 +152,8 @@ class ToolResult(BaseModel):
     idempotency_key: str | None = None
     event_id: str | None = None
     call_id: str | None = None
+    refusal: Refusal | None = None
+    retry_after: float | None = None
 
     @property
     def applied(self) -> bool:
@@ -146,6 +162,7 @@ class ToolResult(BaseModel):
 
 __all__ = [
     "IRREVERSIBLE",
+    "Refusal",
     "ApprovalScope",
     "Recorder",
     "NO_PROBE",

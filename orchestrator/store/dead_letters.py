@@ -22,7 +22,8 @@ from sqlalchemy import update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from orchestrator.errors import NotFound, Refused
+from orchestrator.core.clock import iso
+from orchestrator.core.errors import NotFound, Refused
 from orchestrator.store.db import UnitOfWork, unit_of_work
 from orchestrator.store.harness_store import add_event
 from orchestrator.store.ops_tables import DeadLetterRow
@@ -97,7 +98,6 @@ def _jsonable(body: Any) -> Any:
 
 
 def view(row: DeadLetterRow) -> dict[str, Any]:
-    from orchestrator.views import iso
 
     return {
         "id": row.id,

@@ -17,7 +17,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from orchestrator.errors import ApprovalRefused, ApproverLapsed, IdempotencyConflict, NotFound
+from orchestrator.core.errors import ApprovalRefused, ApproverLapsed, IdempotencyConflict, NotFound
 from orchestrator.harness.approvals import ApprovalBinding, ApprovalView
 from orchestrator.harness.checkpoints import GENESIS, AgentState, chain_hash
 from orchestrator.harness.ledger_status import RESTARTABLE, LedgerStatus

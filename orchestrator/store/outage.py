@@ -22,7 +22,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 
-from orchestrator.errors import ServiceUnavailable
+from orchestrator.core.errors import ServiceUnavailable
 
 _SQLITE_UNAVAILABLE = ("unable to open database file", "database is locked", "disk i/o error")
 

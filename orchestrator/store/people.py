@@ -42,7 +42,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from orchestrator.errors import InvalidInput, NotFound, Refused
+from orchestrator.core.errors import InvalidInput, NotFound, Refused
 from orchestrator.harness.principals import (
     AuthMethod,
     Principal,

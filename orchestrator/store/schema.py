@@ -27,9 +27,9 @@ from sqlalchemy.engine import Connection
 from sqlmodel import SQLModel
 
 import orchestrator.store.ops_tables  # noqa: F401  (registers the tables)
+import orchestrator.store.outbox_tables  # noqa: F401  (registers the outbox and inbox tables)
 import orchestrator.store.people_tables  # noqa: F401  (users, api_tokens, web_sessions)
 import orchestrator.store.tables  # noqa: F401
-import outbox.tables  # noqa: F401  (registers the outbox and inbox tables)
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 BASELINE = "0001"

@@ -12,7 +12,7 @@ import json
 
 from sqlmodel import Session
 
-from orchestrator.errors import IdempotencyConflict, InvalidInput
+from orchestrator.core.errors import IdempotencyConflict, InvalidInput
 from orchestrator.store.ops_tables import SubmitRequestRow
 
 MAX_REQUEST_ID = 200

@@ -1,7 +1,7 @@
 """Database tables (SQLModel): sagas, versions, artifacts, events, approvals,
 the idempotency ledger, checkpoints, destination steps and work leases.
 
-The outbox and inbox tables live in `outbox.tables` and share this metadata.
+The outbox and inbox tables live in `orchestrator.store.outbox_tables` and share this metadata.
 Versions and artifacts are immutable and content-addressed (sha256); events
 are append-only and hash-chained per saga (`orchestrator.store.events`).
 """
@@ -39,6 +39,9 @@ class SagaRow(SQLModel, table=True):
     created_by: str
     created_by_id: str | None = Field(default=None, description="the submitter's principal id")
     reason: str | None = None
+    cancel_requested_by: str | None = Field(
+        default=None, description="an operator asked to cancel while executing: the runner stops and undoes"
+    )
     trace_context: dict[str, str] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     ready_at: datetime | None = None
     created_at: datetime = Field(default_factory=utcnow)

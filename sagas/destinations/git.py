@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from orchestrator.errors import InvalidInput, MaybeApplied, NotApplied
+from orchestrator.core.errors import InvalidInput, MaybeApplied, NotApplied
 from sagas.destinations.base import PublishedVersion, StatusAnswer
 from sagas.destinations.files import atomic_write, exclusive_lock
 from sagas.destinations.slugs import check_key, contained_path, slugify

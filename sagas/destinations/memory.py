@@ -21,7 +21,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from orchestrator.errors import InvalidInput, MaybeApplied, NotApplied
+from orchestrator.core.errors import InvalidInput, MaybeApplied, NotApplied
 from sagas.destinations.base import PublishedVersion, StatusAnswer
 from sagas.destinations.slugs import check_key
 

@@ -21,7 +21,7 @@ from importlib import import_module
 from pathlib import PurePosixPath
 from typing import Any, ClassVar, Protocol, cast
 
-from orchestrator.errors import InvalidInput
+from orchestrator.core.errors import InvalidInput
 from sagas.destinations.base import Destination
 from sagas.destinations.slugs import check_key, contained_path, slugify
 

@@ -35,7 +35,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, ClassVar
 
-from orchestrator.errors import InvalidInput, MaybeApplied, NotApplied
+from orchestrator.core.errors import InvalidInput, MaybeApplied, NotApplied
 from sagas.destinations.base import PublishedVersion, StatusAnswer
 from sagas.destinations.files import (
     atomic_write,

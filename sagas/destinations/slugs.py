@@ -12,7 +12,7 @@ import re
 import unicodedata
 from pathlib import Path
 
-from orchestrator.errors import InvalidInput
+from orchestrator.core.errors import InvalidInput
 
 SLUG_MAX_LENGTH = 64
 KEY_MAX_LENGTH = 200  # leaves room for suffixes such as ".json" under the 255-byte name limit

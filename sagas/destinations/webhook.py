@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from orchestrator.errors import InvalidInput, MaybeApplied, NotApplied
+from orchestrator.core.errors import InvalidInput, MaybeApplied, NotApplied
 from sagas.destinations.base import PublishedVersion, StatusAnswer
 from sagas.destinations.slugs import check_key
 

@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
-from orchestrator.errors import InvalidInput, MaybeApplied, NotApplied
+from orchestrator.core.errors import InvalidInput, MaybeApplied, NotApplied
 from sagas.destinations import site as site_module
 from sagas.destinations.base import Destination, PublishedVersion
 from sagas.destinations.memory import MemoryDestination, memory_store, reset_memory_stores

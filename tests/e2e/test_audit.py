@@ -76,19 +76,25 @@ def test_a_clean_saga_and_three_edits(db: tuple[Cli, Sql], corpus: Path, tmp_pat
 
     # One event: who approved, rewritten.
     seq, actor = sql.run(
-        "SELECT seq, actor FROM events WHERE saga_id = %s AND kind = 'transition' AND status = 'approved'", sid
+        "SELECT seq, actor FROM events WHERE saga_id = %s AND kind = 'transition' AND status = 'approved'",
+        sid,
     )[0]
     sql.run("UPDATE events SET actor = 'mallory' WHERE seq = %s", seq)
     code, report, err = verify(cli, sid)
     assert code == 4 and not report["ok"] and not report["events"]["ok"]
     assert report["checkpoints"]["ok"] and report["state"]["ok"]
-    assert report["problems"][0] == f"event chain: event {seq} (transition approved): its hash does not match its fields"
+    assert (
+        report["problems"][0]
+        == f"event chain: event {seq} (transition approved): its hash does not match its fields"
+    )
     assert err.count("\n") == 1 and err.startswith("error: ") and f"event {seq}" in err
     sql.run("UPDATE events SET actor = %s WHERE seq = %s", actor, seq)
     assert verify(cli, sid)[0] == 0
 
     # One checkpoint: the state it recorded before the side effect.
-    cseq, state = sql.run("SELECT seq, state FROM checkpoints WHERE saga_id = %s ORDER BY seq LIMIT 1", sid)[0]
+    cseq, state = sql.run("SELECT seq, state FROM checkpoints WHERE saga_id = %s ORDER BY seq LIMIT 1", sid)[
+        0
+    ]
     original = state if isinstance(state, str) else json.dumps(state)
     edited = json.dumps({**json.loads(original), "args_digest": "0" * 64})
     cast = "" if sql.sqlite else "::json"
@@ -104,7 +110,9 @@ def test_a_clean_saga_and_three_edits(db: tuple[Cli, Sql], corpus: Path, tmp_pat
     code, report, err = verify(cli, sid)
     assert code == 4 and not report["state"]["ok"] and report["events"]["ok"] and report["checkpoints"]["ok"]
     assert report["problems"] == ["state: stored failed, events give succeeded"]
-    assert report["state"]["stored"]["state"] == "failed" and report["state"]["derived"]["state"] == "succeeded"
+    assert (
+        report["state"]["stored"]["state"] == "failed" and report["state"]["derived"]["state"] == "succeeded"
+    )
     assert "state: stored failed, events give succeeded" in err
     sql.run("UPDATE sagas SET state = 'succeeded' WHERE id = %s", sid)
     assert verify(cli, sid)[0] == 0

@@ -53,8 +53,16 @@ def test_submit_review_approve_publish(cli: Cli, corpus: Path, tmp_path: Path) -
 
 
 def test_json_output_is_one_object(cli: Cli, corpus: Path, tmp_path: Path) -> None:
-    out = cli.run("submit", "--brief", "library branches", "--corpus", str(corpus), "--dest",
-                  f"site:{tmp_path / 's'}", "--json")
+    out = cli.run(
+        "submit",
+        "--brief",
+        "library branches",
+        "--corpus",
+        str(corpus),
+        "--dest",
+        f"site:{tmp_path / 's'}",
+        "--json",
+    )
     assert out.returncode == 0
     assert isinstance(json.loads(out.stdout), dict) and out.stdout.count("\n") == 1
 
@@ -65,16 +73,41 @@ def test_json_output_is_one_object(cli: Cli, corpus: Path, tmp_path: Path) -> No
         (["status", "nope-no-such-saga"], 3, "no saga"),
         (["show", "nope-no-such-saga"], 3, "no saga"),
         (["history", "nope-no-such-saga"], 3, "no saga"),
-        (["submit", "--brief", "x", "--corpus", "/no/such/folder", "--dest", "site:/tmp/x"], 2, "corpus folder not found"),
-        (["submit", "--brief", "x", "--corpus", ".", "--dest", "ftp://host/x"], 2, "unknown destination scheme"),
+        (
+            ["submit", "--brief", "x", "--corpus", "/no/such/folder", "--dest", "site:/tmp/x"],
+            2,
+            "corpus folder not found",
+        ),
+        (
+            ["submit", "--brief", "x", "--corpus", ".", "--dest", "ftp://host/x"],
+            2,
+            "unknown destination scheme",
+        ),
         (["submit", "--brief", "x", "--corpus", ".", "--dest", "site:../escape"], 2, ".."),
         (["submit", "--brief", "x", "--corpus", "."], 2, "--dest"),
         (["approve", "nope-no-such-saga", "--version", "1", "--as", "x"], 3, "no saga"),
-        (["reconcile", "nope-no-such-saga", "--dest", "site:/x", "--outcome", "maybe", "--as", "a", "--reason", "r"], 2, "outcome"),
+        (
+            [
+                "reconcile",
+                "nope-no-such-saga",
+                "--dest",
+                "site:/x",
+                "--outcome",
+                "maybe",
+                "--as",
+                "a",
+                "--reason",
+                "r",
+            ],
+            2,
+            "outcome",
+        ),
         (["bogus-command"], 2, "No such command"),
     ],
 )
-def test_bad_input_is_one_line_with_the_documented_exit_code(cli: Cli, args: list[str], code: int, words: str) -> None:
+def test_bad_input_is_one_line_with_the_documented_exit_code(
+    cli: Cli, args: list[str], code: int, words: str
+) -> None:
     done = cli.run(*args)
     assert done.returncode == code, done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]
@@ -112,7 +145,9 @@ def test_reject_edit_diff_and_cancel(cli: Cli, corpus: Path, tmp_path: Path) -> 
     diff = cli.run("diff", sid, "1", "2")
     assert diff.returncode == 0 and diff.stdout.startswith("---")
     edited = tmp_path / "edited.md"
-    edited.write_text(cli.json("show", sid)["markdown"].replace("\n## ", "\n## Desk notes: ", 1), encoding="utf-8")
+    edited.write_text(
+        cli.json("show", sid)["markdown"].replace("\n## ", "\n## Desk notes: ", 1), encoding="utf-8"
+    )
     after = cli.json("edit", sid, "--file", str(edited), "--as", "gina")
     assert after["version"] == 3 and after["state"] == "ready-for-review"
     assert cli.json("show", sid)["author"] == "gina"
@@ -125,8 +160,14 @@ def test_reject_edit_diff_and_cancel(cli: Cli, corpus: Path, tmp_path: Path) -> 
 def test_demo_runs_start_to_published(tmp_path: Path) -> None:
     env = base_env()
     env.pop("PRESSROOM_SECRET")
-    done = subprocess.run([PRESSROOM, "demo", "--approve-as", "alice", "--workdir", str(tmp_path / "demo")],
-                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=180)
+    done = subprocess.run(
+        [PRESSROOM, "demo", "--approve-as", "alice", "--workdir", str(tmp_path / "demo")],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "flagged" in done.stdout and "published" in done.stdout
     secret = tmp_path / "demo" / "secret"
@@ -136,34 +177,54 @@ def test_demo_runs_start_to_published(tmp_path: Path) -> None:
 
 
 def test_demo_without_a_person_stops_at_review(tmp_path: Path) -> None:
-    done = subprocess.run([PRESSROOM, "demo", "--workdir", str(tmp_path / "demo")], env=base_env(), cwd=tmp_path,
-                          capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        [PRESSROOM, "demo", "--workdir", str(tmp_path / "demo")],
+        env=base_env(),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 0, done.stderr
     assert "Not approved" in done.stdout
     assert not list((tmp_path / "demo").glob("site/*.md")), "nothing is published without a person"
 
 
-def test_allowed_roots_confine_corpora_and_destinations(tmp_path: Path, corpus: Path, sqlite_url: str) -> None:
+def test_allowed_roots_confine_corpora_and_destinations(
+    tmp_path: Path, corpus: Path, sqlite_url: str
+) -> None:
     inside = tmp_path / "sites"
-    env = base_env(PRESSROOM_DATABASE_URL=sqlite_url, PRESSROOM_BROKER_URL="inline://",
-                   PRESSROOM_ALLOWED_ROOTS=f"{corpus}:{inside}")
+    env = base_env(
+        PRESSROOM_DATABASE_URL=sqlite_url,
+        PRESSROOM_BROKER_URL="inline://",
+        PRESSROOM_ALLOWED_ROOTS=f"{corpus}:{inside}",
+    )
     cli = Cli(env, tmp_path)
-    outside = cli.run("submit", "--brief", "library", "--corpus", str(corpus), "--dest", "site:/tmp/elsewhere")
+    outside = cli.run(
+        "submit", "--brief", "library", "--corpus", str(corpus), "--dest", "site:/tmp/elsewhere"
+    )
     assert outside.returncode == 2 and "outside the allowed roots" in outside.stderr
     foreign = cli.run("submit", "--brief", "library", "--corpus", "/etc", "--dest", f"site:{inside}")
     assert foreign.returncode == 2 and "corpus folder" in foreign.stderr
-    ok = cli.json("submit", "--brief", "library network", "--corpus", str(corpus), "--dest", f"site:{inside / 'a'}")
+    ok = cli.json(
+        "submit", "--brief", "library network", "--corpus", str(corpus), "--dest", f"site:{inside / 'a'}"
+    )
     assert ok["state"] == "ready-for-review"
 
 
-def test_an_unreachable_webhook_fails_cleanly_and_undoes_the_site(cli: Cli, corpus: Path, tmp_path: Path) -> None:
+def test_an_unreachable_webhook_fails_cleanly_and_undoes_the_site(
+    cli: Cli, corpus: Path, tmp_path: Path
+) -> None:
     from tests.conftest import free_port
 
     site = tmp_path / "site"
     hook = f"webhook:http://127.0.0.1:{free_port()}/hook"  # nothing listens there
     sid = submit(cli, corpus, f"site:{site}", hook)["saga_id"]
     approved = cli.run("approve", sid, "--version", "1", "--as", "erin", "--json")
-    assert approved.returncode == 4 and f"saga {sid} is failed" in approved.stderr  # the publish it drove failed
+    assert (
+        approved.returncode == 4 and f"saga {sid} is failed" in approved.stderr
+    )  # the publish it drove failed
     assert json.loads(approved.stdout)["state"] == "failed"
     status = cli.json("status", sid)
     assert status["state"] == "failed"
@@ -174,8 +235,12 @@ def test_an_unreachable_webhook_fails_cleanly_and_undoes_the_site(cli: Cli, corp
 
 
 def test_tracing_disabled_changes_nothing(tmp_path: Path, corpus: Path, sqlite_url: str) -> None:
-    env = base_env(PRESSROOM_DATABASE_URL=sqlite_url, PRESSROOM_BROKER_URL="inline://", OTEL_SDK_DISABLED="true",
-                   OTEL_TRACES_EXPORTER="otlp")
+    env = base_env(
+        PRESSROOM_DATABASE_URL=sqlite_url,
+        PRESSROOM_BROKER_URL="inline://",
+        OTEL_SDK_DISABLED="true",
+        OTEL_TRACES_EXPORTER="otlp",
+    )
     cli = Cli(env, tmp_path)
     sid = submit(cli, corpus, f"site:{tmp_path / 'quiet'}")["saga_id"]  # memory: is for in-process tests
     assert cli.json("approve", sid, "--version", "1", "--as", "erin")["version"] == 1

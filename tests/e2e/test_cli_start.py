@@ -15,7 +15,10 @@ HEAVY = ("sqlalchemy", "sqlmodel", "celery", "kombu", "opentelemetry.sdk", "psyc
 def _imported(*args: str) -> set[str]:
     done = subprocess.run(
         [sys.executable, "-X", "importtime", PRESSROOM, *args],
-        env=base_env(), capture_output=True, text=True, timeout=60,
+        env=base_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     names = set()
@@ -38,10 +41,15 @@ def test_a_read_loads_no_broker_tracing_sdk_or_http_stack(tmp_path) -> None:  # 
     done = subprocess.run(
         [sys.executable, "-X", "importtime", PRESSROOM, "status"],
         env=base_env(PRESSROOM_DATABASE_URL=f"sqlite:///{tmp_path / 'p.db'}", OTEL_TRACES_EXPORTER="none"),
-        capture_output=True, text=True, timeout=60, cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    names = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    names = {
+        line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")
+    }
     unneeded = ("celery", "kombu", "opentelemetry.sdk", "httpx", "jinja2", "markdown_it")
     loaded = sorted(n for n in names if any(n == u or n.startswith(u + ".") for u in unneeded))
     assert loaded == [], f"pressroom status imported {loaded[:8]}"

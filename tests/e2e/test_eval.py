@@ -39,7 +39,12 @@ def test_eval_meets_every_expectation_and_no_injection_reaches_a_version(tmp_pat
 
 
 DIMENSIONS = ("result", "process", "safety", "recovery", "cost")
-SUBSET = ("movable-type", "injection-several-forms", "fault-worker-killed-writer", "fault-timeout-after-apply-status-unknown")
+SUBSET = (
+    "movable-type",
+    "injection-several-forms",
+    "fault-worker-killed-writer",
+    "fault-timeout-after-apply-status-unknown",
+)
 
 
 def _eval(tmp_path: Path, cases: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -72,7 +77,9 @@ def test_eval_repeat_3_reports_five_dimensions_for_every_case_over_every_run(tmp
         process = case["dimensions"]["process"]["summary"]
         assert process["exact"] == {"met": 3, "runs": 3}, process
         safety = case["dimensions"]["safety"]["runs"]
-        assert all(r["probes_sent"] == r["probes_refused"] > 0 and r["capability_widening"] == 0 for r in safety)
+        assert all(
+            r["probes_sent"] == r["probes_refused"] > 0 and r["capability_widening"] == 0 for r in safety
+        )
     killed = cases["fault-worker-killed-writer"]["dimensions"]["recovery"]["runs"]
     assert all(r["ok"] and r["work_sent_again"] == 1 and r["person_actions"] == 0 for r in killed)
     unknown = cases["fault-timeout-after-apply-status-unknown"]["dimensions"]["recovery"]["runs"]
@@ -95,7 +102,9 @@ def test_a_fault_case_that_ends_elsewhere_than_expected_fails_the_eval(tmp_path:
     done = _eval(tmp_path, cases)
     assert done.returncode == 1
     report = json.loads(done.stdout)
-    assert report["totals"]["expectations_failed"] == ["fault-timeout-after-apply-status-unknown: run 1: recovery"]
+    assert report["totals"]["expectations_failed"] == [
+        "fault-timeout-after-apply-status-unknown: run 1: recovery"
+    ]
 
 
 def test_a_process_that_differs_from_the_recording_scores_below_one(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from starlette.testclient import TestClient
 
 from orchestrator.app import App
 from orchestrator.bootstrap import build_app
-from orchestrator.config import Settings
+from orchestrator.core.config import Settings
 from orchestrator.entrypoints.http import create_app
 
 pytestmark = pytest.mark.e2e

@@ -45,7 +45,9 @@ def test_an_expiry_beyond_any_date_is_bad_input(cli: Cli, corpus: Path, tmp_path
     assert cli.json("status", sid)["state"] == "ready-for-review"
 
 
-def test_a_huge_saga_id_is_bad_input_and_wildcards_match_nothing(cli: Cli, corpus: Path, tmp_path: Path) -> None:
+def test_a_huge_saga_id_is_bad_input_and_wildcards_match_nothing(
+    cli: Cli, corpus: Path, tmp_path: Path
+) -> None:
     first = submit(cli, corpus, f"site:{tmp_path / 'a'}")["saga_id"]
     submit(cli, corpus, f"site:{tmp_path / 'b'}")
     assert "at most 64" in refused(cli, 2, "status", "a" * 100_000)
@@ -62,14 +64,60 @@ def test_destinations_get_one_spelling_at_submit(cli: Cli, corpus: Path, tmp_pat
     folder = tmp_path / "x"
     out = submit(cli, corpus, f"site:/{folder}/./")
     assert [d["uri"] for d in out["destinations"]] == [f"site:{folder}"]
-    refused(cli, 2, "submit", "--brief", BRIEF, "--corpus", str(corpus), "--as", "dana",
-            "--dest", f"site:{folder}", "--dest", f"site://{folder}/")
-    refused(cli, 2, "submit", "--brief", BRIEF, "--corpus", str(corpus), "--as", "dana",
-            "--dest", f"site:{folder}/\x1b[2Jevil")
-    refused(cli, 2, "submit", "--brief", BRIEF, "--corpus", str(corpus), "--as", "dana",
-            "--dest", f"git:{folder}\u202e")
-    assert "tests only" in refused(cli, 2, "submit", "--brief", BRIEF, "--corpus", str(corpus),
-                                   "--as", "dana", "--dest", "memory:anything")
+    refused(
+        cli,
+        2,
+        "submit",
+        "--brief",
+        BRIEF,
+        "--corpus",
+        str(corpus),
+        "--as",
+        "dana",
+        "--dest",
+        f"site:{folder}",
+        "--dest",
+        f"site://{folder}/",
+    )
+    refused(
+        cli,
+        2,
+        "submit",
+        "--brief",
+        BRIEF,
+        "--corpus",
+        str(corpus),
+        "--as",
+        "dana",
+        "--dest",
+        f"site:{folder}/\x1b[2Jevil",
+    )
+    refused(
+        cli,
+        2,
+        "submit",
+        "--brief",
+        BRIEF,
+        "--corpus",
+        str(corpus),
+        "--as",
+        "dana",
+        "--dest",
+        f"git:{folder}\u202e",
+    )
+    assert "tests only" in refused(
+        cli,
+        2,
+        "submit",
+        "--brief",
+        BRIEF,
+        "--corpus",
+        str(corpus),
+        "--as",
+        "dana",
+        "--dest",
+        "memory:anything",
+    )
 
 
 # -- the HTTP API over a socket -------------------------------------------------------
@@ -115,17 +163,28 @@ def post_raw(api: httpx.Client, path: str, raw: str) -> httpx.Response:
 
 
 def test_api_refusals_are_4xx_json(api: httpx.Client, corpus: Path, tmp_path: Path) -> None:
-    made = api.post("/api/sagas", json={"brief": BRIEF, "corpus": str(corpus),
-                                         "destinations": [f"site:{tmp_path / 'site'}"], "as": "dana"})
+    made = api.post(
+        "/api/sagas",
+        json={
+            "brief": BRIEF,
+            "corpus": str(corpus),
+            "destinations": [f"site:{tmp_path / 'site'}"],
+            "as": "dana",
+        },
+    )
     assert made.status_code == 201, made.text
     sid = made.json()["saga_id"]
 
-    approve = api.post(f"/api/sagas/{sid}/approve", json={"version": 1, "as": "erin", "expires_in": "99999999999d"})
+    approve = api.post(
+        f"/api/sagas/{sid}/approve", json={"version": 1, "as": "erin", "expires_in": "99999999999d"}
+    )
     assert "at most" in json_error(approve, 400)
 
     deep = "[" * 100_000 + "]" * 100_000
     assert "deeper" in json_error(post_raw(api, "/api/sagas", deep), 400)
-    assert "deeper" in json_error(post_raw(api, f"/api/sagas/{sid}/approve", '{"version": ' + deep + "}"), 400)
+    assert "deeper" in json_error(
+        post_raw(api, f"/api/sagas/{sid}/approve", '{"version": ' + deep + "}"), 400
+    )
 
     twice = json.dumps({"version": 1, "as": "erin"})[:-1] + ', "as": "mallory"}'
     assert "duplicate key 'as'" in json_error(post_raw(api, f"/api/sagas/{sid}/approve", twice), 400)

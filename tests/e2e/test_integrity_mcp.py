@@ -205,7 +205,11 @@ def test_duplicate_keys_over_streamable_http_are_refused_too(world: World, http_
         "jsonrpc": "2.0",
         "id": 1,
         "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"},
+        },
     }
     with httpx.Client(timeout=60) as client:
         started = client.post(http_server, headers=headers, content=json.dumps(init))

@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator.app import App
 from orchestrator.bootstrap import build_app
-from orchestrator.config import Settings
+from orchestrator.core.config import Settings
 from orchestrator.entrypoints.mcp_server import DEFAULT_CAPABILITIES, Identity, build_server, caller_for
 from orchestrator.harness.engine import Caller
 from orchestrator.harness.spec import Risk, ToolCall, ToolContext, ToolResult, ToolSpec

@@ -9,7 +9,7 @@ from sqlmodel import Session
 from starlette.testclient import TestClient
 
 from orchestrator.bootstrap import build_app
-from orchestrator.config import Settings
+from orchestrator.core.config import Settings
 from orchestrator.entrypoints.http import create_app
 from orchestrator.store.db import make_engine
 from orchestrator.store.tables import SagaRow
@@ -25,8 +25,14 @@ def seed_sagas(db_url: str, count: int) -> list[str]:
         for i in range(count):
             moment = base + timedelta(minutes=i // 2 * 2)  # pairs with equal created_at
             row = SagaRow(
-                id=f"seed{i:04d}", brief="b", corpus="/c", destinations=["site:/x"], state="preparing",
-                created_by="dana", created_at=moment, updated_at=moment,
+                id=f"seed{i:04d}",
+                brief="b",
+                corpus="/c",
+                destinations=["site:/x"],
+                state="preparing",
+                created_by="dana",
+                created_at=moment,
+                updated_at=moment,
             )
             s.add(row)
             ids.append(row.id)
@@ -82,9 +88,22 @@ def test_http_pages_and_bad_parameters(tmp_path: Path) -> None:
             assert bad.status_code == 400 and bad.json()["kind"] == "InvalidInput", params
 
 
-def test_cli_request_id_gives_one_saga_and_refuses_other_arguments(cli: Cli, corpus: Path, tmp_path: Path) -> None:
-    args = ["submit", "--brief", "history of the library network", "--corpus", str(corpus),
-            "--dest", f"site:{tmp_path / 'site'}", "--as", "dana", "--request-id", "req-42"]
+def test_cli_request_id_gives_one_saga_and_refuses_other_arguments(
+    cli: Cli, corpus: Path, tmp_path: Path
+) -> None:
+    args = [
+        "submit",
+        "--brief",
+        "history of the library network",
+        "--corpus",
+        str(corpus),
+        "--dest",
+        f"site:{tmp_path / 'site'}",
+        "--as",
+        "dana",
+        "--request-id",
+        "req-42",
+    ]
     first = cli.json(*args)
     again = cli.json(*args)
     assert first["replayed"] is False and again["replayed"] is True
@@ -100,14 +119,19 @@ def test_cli_request_id_gives_one_saga_and_refuses_other_arguments(cli: Cli, cor
 def test_http_idempotency_key_replays_with_200(tmp_path: Path, corpus: Path) -> None:
     url = f"sqlite:///{tmp_path / 'db.sqlite'}"
     app = build_app(Settings(database_url=url, broker_url="inline://", secret="s"))
-    body = {"brief": "history of the library network", "corpus": str(corpus),
-            "destinations": [f"site:{tmp_path / 'site'}"], "as": "sam"}
+    body = {
+        "brief": "history of the library network",
+        "corpus": str(corpus),
+        "destinations": [f"site:{tmp_path / 'site'}"],
+        "as": "sam",
+    }
     with TestClient(create_app(app)) as client:
         made = client.post("/api/sagas", json=body, headers={"Idempotency-Key": "k-1"})
         again = client.post("/api/sagas", json=body, headers={"Idempotency-Key": "k-1"})
         assert made.status_code == 201 and again.status_code == 200
         assert made.json()["saga_id"] == again.json()["saga_id"]
-        conflict = client.post("/api/sagas", json={**body, "brief": "another brief"},
-                               headers={"Idempotency-Key": "k-1"})
+        conflict = client.post(
+            "/api/sagas", json={**body, "brief": "another brief"}, headers={"Idempotency-Key": "k-1"}
+        )
         assert conflict.status_code == 409 and conflict.json()["kind"] == "IdempotencyConflict"
         assert len(client.get("/api/sagas").json()["sagas"]) == 1

@@ -47,14 +47,20 @@ class People:
         return str(out["token"])
 
     def submit(self, corpus: Path, dest: str, token: str | None, *extra: str) -> dict[str, Any]:
-        out = self.json("submit", "--brief", BRIEF, "--corpus", str(corpus), "--dest", dest, *extra, token=token)
+        out = self.json(
+            "submit", "--brief", BRIEF, "--corpus", str(corpus), "--dest", dest, *extra, token=token
+        )
         assert out["state"] == "ready-for-review", out
         return out
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def people(request: pytest.FixtureRequest, tmp_path: Path) -> People:
-    url = f"sqlite:///{tmp_path / 'db.sqlite'}" if request.param == "sqlite" else request.getfixturevalue("pg_url")
+    url = (
+        f"sqlite:///{tmp_path / 'db.sqlite'}"
+        if request.param == "sqlite"
+        else request.getfixturevalue("pg_url")
+    )
     return People(Cli(base_env(PRESSROOM_DATABASE_URL=url, PRESSROOM_BROKER_URL="inline://"), tmp_path))
 
 
@@ -87,7 +93,11 @@ def test_closed_mode_needs_a_valid_token_and_the_role(people: People, corpus: Pa
     dana = people.add("dana", "author")
     site = tmp_path / "site"
     for token in (None, "pr_" + "x" * 43, "not-a-token"):
-        for args in (("status",), ("whoami",), ("submit", "--brief", BRIEF, "--corpus", str(corpus), "--dest", f"site:{site}")):
+        for args in (
+            ("status",),
+            ("whoami",),
+            ("submit", "--brief", BRIEF, "--corpus", str(corpus), "--dest", f"site:{site}"),
+        ):
             done = people.run(*args, token=token)
             assert done.returncode == 4, (args, token, done.stderr)
             one_line_error(done)
@@ -95,7 +105,12 @@ def test_closed_mode_needs_a_valid_token_and_the_role(people: People, corpus: Pa
     saga = people.submit(corpus, f"site:{site}", dana)
     sid = saga["saga_id"]
     assert people.run("approve", sid, "--version", "1", token=dana).returncode == 4
-    assert people.run("submit", "--brief", BRIEF, "--corpus", str(corpus), "--dest", f"site:{site}", token=erin).returncode == 4
+    assert (
+        people.run(
+            "submit", "--brief", BRIEF, "--corpus", str(corpus), "--dest", f"site:{site}", token=erin
+        ).returncode
+        == 4
+    )
     assert people.run("users", "add", "mallory", "--role", "admin", token=erin).returncode == 4
     assert people.run("cancel", sid, token=erin).returncode == 4
     # --as must name the caller: another user's name, or a stranger's, is bad input
@@ -129,7 +144,9 @@ def test_a_new_token_replaces_the_old_and_roles_can_change(sqlite_people: People
     assert people.json("users", "token", "erin", token=new["token"])["name"] == "erin"
     changed = people.json("users", "roles", "erin", "--role", "author", token=admin)
     assert changed["roles"] == ["author"]
-    assert people.run("users", "roles", "admin", "--role", "author", token=admin).returncode == 4  # last admin
+    assert (
+        people.run("users", "roles", "admin", "--role", "author", token=admin).returncode == 4
+    )  # last admin
     assert people.run("users", "revoke", "admin", token=admin).returncode == 4
     assert people.run("users", "token", "nobody", token=admin).returncode == 3
 
@@ -144,7 +161,9 @@ def test_a_name_that_looks_like_a_user_is_refused(sqlite_people: People, alias: 
     one_line_error(done)
 
 
-def test_submitter_and_editor_cannot_approve_under_any_spelling_closed(people: People, corpus: Path, tmp_path: Path) -> None:
+def test_submitter_and_editor_cannot_approve_under_any_spelling_closed(
+    people: People, corpus: Path, tmp_path: Path
+) -> None:
     people.add("admin", "admin", by=None)
     bob = people.add("Bob", "author", "reviewer")
     erin = people.add("erin", "author", "reviewer")
@@ -169,7 +188,9 @@ def test_submitter_and_editor_cannot_approve_under_any_spelling_closed(people: P
     assert not site.exists()
 
 
-def test_submitter_and_editor_cannot_approve_under_any_spelling_open(people: People, corpus: Path, tmp_path: Path) -> None:
+def test_submitter_and_editor_cannot_approve_under_any_spelling_open(
+    people: People, corpus: Path, tmp_path: Path
+) -> None:
     site = tmp_path / "site"
     sid = people.submit(corpus, f"site:{site}", None, "--as", "Bob")["saga_id"]
     for alias in ALIASES:
@@ -195,7 +216,9 @@ def test_open_mode_still_needs_as_where_it_did(sqlite_people: People, corpus: Pa
     one_line_error(done)
 
 
-def test_events_record_the_principal_and_how_it_was_authenticated(sqlite_people: People, corpus: Path, tmp_path: Path) -> None:
+def test_events_record_the_principal_and_how_it_was_authenticated(
+    sqlite_people: People, corpus: Path, tmp_path: Path
+) -> None:
     people = sqlite_people
     open_sid = people.submit(corpus, f"site:{tmp_path / 'a'}", None, "--as", "sam")["saga_id"]
     people.add("admin", "admin", by=None)
@@ -211,7 +234,9 @@ def test_events_record_the_principal_and_how_it_was_authenticated(sqlite_people:
         ).fetchall()
     by = {(r[0], r[2], r[3]): (r[1], r[4], r[5]) for r in rows}
     submitted_open = by[(open_sid, "saga", "submitted")]
-    assert submitted_open[0] == "sam" and submitted_open[2] == "open" and submitted_open[1].startswith("open:")
+    assert (
+        submitted_open[0] == "sam" and submitted_open[2] == "open" and submitted_open[1].startswith("open:")
+    )
     assert by[(sid, "saga", "submitted")] == ("dana", ids["dana"], "token")
     assert by[(sid, "transition", "approved")] == ("erin", ids["erin"], "token")
     # the agents' own work carries no person

@@ -43,7 +43,9 @@ class Server:
 
 
 def start_server(tmp_path: Path, users: bool) -> Iterator[Server]:
-    env = base_env(PRESSROOM_DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite'}", PRESSROOM_BROKER_URL="inline://")
+    env = base_env(
+        PRESSROOM_DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite'}", PRESSROOM_BROKER_URL="inline://"
+    )
     tokens: dict[str, str] = {}
     if users:
         tokens["admin"] = cli_json(env, "users", "add", "admin", "--role", "admin")["token"]
@@ -80,8 +82,12 @@ def open_server(tmp_path: Path) -> Iterator[Server]:
 
 
 def submit_body(site: Path, **extra: Any) -> dict[str, Any]:
-    return {"brief": BRIEF, "corpus": str(Path(__file__).resolve().parents[2] / "roles" / "sample_corpus"),
-            "destinations": [f"site:{site}"], **extra}
+    return {
+        "brief": BRIEF,
+        "corpus": str(Path(__file__).resolve().parents[2] / "roles" / "sample_corpus"),
+        "destinations": [f"site:{site}"],
+        **extra,
+    }
 
 
 def test_serve_says_its_mode_and_open_mode_works_as_before(open_server: Server, tmp_path: Path) -> None:
@@ -122,8 +128,12 @@ def test_closed_mode_tokens_roles_and_as(closed: Server, tmp_path: Path) -> None
     assert spoof.status_code == 400
     assert not site.exists()
     # a revoked reviewer's token stops at once
-    subprocess.run([PRESSROOM, "users", "revoke", "erin"], env={**closed.env, "PRESSROOM_TOKEN": t["admin"]},
-                   check=True, capture_output=True)
+    subprocess.run(
+        [PRESSROOM, "users", "revoke", "erin"],
+        env={**closed.env, "PRESSROOM_TOKEN": t["admin"]},
+        check=True,
+        capture_output=True,
+    )
     revoked = closed.call("POST", f"/api/sagas/{sid}/approve", t["erin"], {"version": 1})
     assert revoked.status_code == 401
     assert closed.call("GET", f"/api/sagas/{sid}", t["erin"]).status_code == 401

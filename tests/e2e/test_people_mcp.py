@@ -46,7 +46,12 @@ def test_stdio_refuses_to_start_without_a_valid_token(world: World, token: str |
     if token:
         env["PRESSROOM_TOKEN"] = token
     done = subprocess.run(
-        [str(PRESSROOM), "mcp"], env=env, cwd=world.root, capture_output=True, text=True, timeout=60,
+        [str(PRESSROOM), "mcp"],
+        env=env,
+        cwd=world.root,
+        capture_output=True,
+        text=True,
+        timeout=60,
         stdin=subprocess.DEVNULL,
     )
     assert done.returncode == 4, done.stderr
@@ -79,8 +84,13 @@ def test_stdio_as_must_name_the_caller(world: World) -> None:
     env = world.process_env()
     env["PRESSROOM_TOKEN"] = world.tokens["erin"]
     done = subprocess.run(
-        [str(PRESSROOM), "mcp", "--as", "dana"], env=env, cwd=world.root, capture_output=True, text=True,
-        timeout=60, stdin=subprocess.DEVNULL,
+        [str(PRESSROOM), "mcp", "--as", "dana"],
+        env=env,
+        cwd=world.root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
     )
     assert done.returncode == 2 and "not the caller" in done.stderr, done.stderr
 
@@ -120,8 +130,13 @@ def test_http_revoked_token_is_refused_even_mid_session(world: World, http_serve
 def test_http_mcp_needs_closed_mode_and_the_old_token_list_is_retired(world: World) -> None:
     for extra in ({}, {"PRESSROOM_MCP_TOKENS": "x" * 20 + "=alice"}):
         done = subprocess.run(
-            [str(PRESSROOM), "mcp", "--transport", "http", "--port", "1"], env=world.process_env(**extra),
-            cwd=world.root, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+            [str(PRESSROOM), "mcp", "--transport", "http", "--port", "1"],
+            env=world.process_env(**extra),
+            cwd=world.root,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
         )
         assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
         assert ("retired" if extra else "needs users") in done.stderr

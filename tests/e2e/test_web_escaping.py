@@ -88,7 +88,12 @@ def test_markup_from_every_source_renders_as_text_on_every_page(tmp_path: Path) 
     assert head >= 2  # the rejection may or may not have made a redraft; the edit is the head
 
     with served(env, tmp_path) as url:
-        paths = ["/", f"/sagas/{saga_id}", f"/sagas/{saga_id}/diff/1/{head}", f"/sagas/{saga_id}/diff/{head - 1}/{head}"]
+        paths = [
+            "/",
+            f"/sagas/{saga_id}",
+            f"/sagas/{saga_id}/diff/1/{head}",
+            f"/sagas/{saga_id}/diff/{head - 1}/{head}",
+        ]
         paths += [f"/sagas/{saga_id}/versions/{n}" for n in range(1, head + 1)]
         pages = {}
         for path in paths:

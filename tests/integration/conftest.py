@@ -32,7 +32,11 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     problems = record_check.check()
     if item.get_closest_marker("record_edited") is not None:
         if not problems:
-            pytest.fail("the test edits a saga behind its events, and the audit did not notice", pytrace=False)
+            pytest.fail(
+                "the test edits a saga behind its events, and the audit did not notice", pytrace=False
+            )
     elif problems:
-        pytest.fail("the stored state does not follow from the events:\n" + "\n".join(problems), pytrace=False)
+        pytest.fail(
+            "the stored state does not follow from the events:\n" + "\n".join(problems), pytrace=False
+        )
     return outcome

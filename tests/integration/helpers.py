@@ -8,7 +8,7 @@ from typing import Any
 from orchestrator import services
 from orchestrator.app import App
 from orchestrator.bootstrap import build_app
-from orchestrator.config import Settings
+from orchestrator.core.config import Settings
 
 
 def make_app(db_url: str, tmp_path: Path, **settings: Any) -> App:
@@ -23,7 +23,9 @@ def make_app(db_url: str, tmp_path: Path, **settings: Any) -> App:
     return build_app(Settings(**values), memory_destinations=True)
 
 
-def ready_saga(app: App, corpus: Path, dests: list[str], brief: str = "history of the library network") -> dict[str, Any]:
+def ready_saga(
+    app: App, corpus: Path, dests: list[str], brief: str = "history of the library network"
+) -> dict[str, Any]:
     """Submit and run research, writing and review in-process: a saga in ready-for-review."""
     status = services.submit(app, brief=brief, corpus=str(corpus), destinations=dests, actor="dana")
     assert status["state"] == "ready-for-review", status

@@ -20,9 +20,21 @@ from tests.support.processes import Proc, Processes, cli_json, saga_state, wait_
 
 def start_redis(port: int, workdir: Path) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", str(workdir)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            "redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(workdir),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     import redis
 
@@ -56,8 +68,20 @@ def setup(tmp_path: Path, pg_url: str):  # type: ignore[no-untyped-def]
 
 
 def submit(env: dict[str, str], corpus: Path, site: Path) -> str:
-    return str(cli_json(env, "submit", "--brief", "history of the library network", "--corpus", str(corpus),
-                        "--dest", f"site:{site}", "--as", "dana")["saga_id"])
+    return str(
+        cli_json(
+            env,
+            "submit",
+            "--brief",
+            "history of the library network",
+            "--corpus",
+            str(corpus),
+            "--dest",
+            f"site:{site}",
+            "--as",
+            "dana",
+        )["saga_id"]
+    )
 
 
 def test_worker_carries_on_or_exits_non_zero_when_redis_dies(setup, corpus: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -83,7 +107,9 @@ def test_worker_carries_on_or_exits_non_zero_when_redis_dies(setup, corpus: Path
                 code = current.popen.poll()
                 if code is not None:
                     exits.append(code)
-                    assert code != 0, f"worker exited with status 0 after losing Redis:\n{current.output()[-3000:]}"
+                    assert code != 0, (
+                        f"worker exited with status 0 after losing Redis:\n{current.output()[-3000:]}"
+                    )
                     restarts += 1
                     workers.append(procs.worker(f"worker-{restarts}"))
                 return saga_state(env, saga_id) == "ready-for-review"
@@ -99,8 +125,11 @@ def test_worker_carries_on_or_exits_non_zero_when_redis_dies(setup, corpus: Path
 def test_a_worker_that_cannot_go_on_exits_non_zero(tmp_path: Path, pg_url: str) -> None:
     # No broker on this port, one retry: the worker gives up on an unrecoverable
     # error, and its exit status says so (Celery's own entry point would say 0).
-    env = base_env(PRESSROOM_DATABASE_URL=pg_url, PRESSROOM_BROKER_URL=f"redis://127.0.0.1:{free_port()}/0",
-                   PRESSROOM_BROKER_MAX_RETRIES="1")
+    env = base_env(
+        PRESSROOM_DATABASE_URL=pg_url,
+        PRESSROOM_BROKER_URL=f"redis://127.0.0.1:{free_port()}/0",
+        PRESSROOM_BROKER_MAX_RETRIES="1",
+    )
     procs = Processes(env, tmp_path)
     worker = procs.worker("worker-nobroker", "researcher")
     try:

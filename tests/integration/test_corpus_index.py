@@ -13,7 +13,7 @@ import pytest
 
 from orchestrator import services
 from orchestrator.bootstrap import build_app
-from orchestrator.config import Settings
+from orchestrator.core.config import Settings
 from roles.artifacts import SourceFile
 from roles.index import CorpusIndexes, read_from_disk
 from sagas.destinations.memory import reset_memory_stores

@@ -36,16 +36,33 @@ def test_poison_messages_become_dead_letters(procs: Processes, corpus: Path, tmp
     env = procs.env
     # A real saga, stopped before any worker runs (no worker, no relay yet): its id
     # lets one poison message name a saga that exists.
-    saga = cli_json(env, "submit", "--brief", "history of the library network", "--corpus", str(corpus),
-                    "--dest", f"site:{tmp_path / 'site'}", "--as", "dana")
+    saga = cli_json(
+        env,
+        "submit",
+        "--brief",
+        "history of the library network",
+        "--corpus",
+        str(corpus),
+        "--dest",
+        f"site:{tmp_path / 'site'}",
+        "--as",
+        "dana",
+    )
     sid = saga["saga_id"]
     celery = make_celery(env["PRESSROOM_BROKER_URL"])
-    celery.send_task("pressroom.researcher.research", args=["not a handoff"], queue="researcher",
-                     task_id="poison-text")
-    celery.send_task("pressroom.researcher.research", args=[{"saga_id": sid, "work_id": "w", "oops": 1}],
-                     kwargs={"message_id": "poison-extra"}, queue="researcher", task_id="poison-extra")
-    celery.send_task("pressroom.researcher.nonsense", args=[{"saga_id": sid}], queue="researcher",
-                     task_id="poison-unknown")
+    celery.send_task(
+        "pressroom.researcher.research", args=["not a handoff"], queue="researcher", task_id="poison-text"
+    )
+    celery.send_task(
+        "pressroom.researcher.research",
+        args=[{"saga_id": sid, "work_id": "w", "oops": 1}],
+        kwargs={"message_id": "poison-extra"},
+        queue="researcher",
+        task_id="poison-extra",
+    )
+    celery.send_task(
+        "pressroom.researcher.nonsense", args=[{"saga_id": sid}], queue="researcher", task_id="poison-unknown"
+    )
     worker = procs.worker("worker-researcher", "researcher")
     try:
         found = wait_until(lambda: len(letters(env)) >= 3 and letters(env), timeout=90, what="3 dead letters")
@@ -67,15 +84,31 @@ def test_poison_messages_become_dead_letters(procs: Processes, corpus: Path, tmp
     # sets the copy aside again (its cause is not fixed), and a second requeue is refused.
     again = cli_json(env, "dead-letters", "requeue", extra["id"], "--as", "olga")
     assert again["requeued_by"] == "olga" and again["requeued_as"]
-    wait_until(lambda: any(d["message_id"] == again["requeued_as"] for d in letters(env)),
-               timeout=60, what="the requeued copy")
-    twice = subprocess.run([PRESSROOM, "dead-letters", "requeue", extra["id"]], env=env,
-                           capture_output=True, text=True, timeout=60)
+    wait_until(
+        lambda: any(d["message_id"] == again["requeued_as"] for d in letters(env)),
+        timeout=60,
+        what="the requeued copy",
+    )
+    twice = subprocess.run(
+        [PRESSROOM, "dead-letters", "requeue", extra["id"]],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert twice.returncode == 4 and "requeued already" in twice.stderr
-    unsendable = subprocess.run([PRESSROOM, "dead-letters", "requeue", unknown["id"]], env=env,
-                                capture_output=True, text=True, timeout=60)
+    unsendable = subprocess.run(
+        [PRESSROOM, "dead-letters", "requeue", unknown["id"]],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert unsendable.returncode == 4 and "no task a worker runs" in unsendable.stderr
     listing = subprocess.run([PRESSROOM, "dead-letters"], env=env, capture_output=True, text=True, timeout=60)
     assert listing.returncode == 0 and extra["id"] in listing.stdout
-    assert json.loads(subprocess.run([PRESSROOM, "dead-letters", "--json"], env=env, capture_output=True,
-                                     text=True, timeout=60).stdout)["dead_letters"]
+    assert json.loads(
+        subprocess.run(
+            [PRESSROOM, "dead-letters", "--json"], env=env, capture_output=True, text=True, timeout=60
+        ).stdout
+    )["dead_letters"]

@@ -106,8 +106,9 @@ def test_tampered_bytes_reach_no_destination(db_url: str, tmp_path: Path, corpus
     assert TAMPERED not in git_log(repo) and not git_log(repo)
     events = services.history(app, sid)["events"]
     refused = [e for e in events if e["kind"] == "tool_call" and e["tool"] == "publish"]
-    assert [e["status"] for e in refused] == ["rejected"]
-    assert "hash to" in refused[0]["detail"]["reason"]
+    # The destinations are published concurrently: each one's intent is refused, none sent.
+    assert refused and {e["status"] for e in refused} == {"rejected"}
+    assert all("hash to" in e["detail"]["reason"] for e in refused)
     assert not [e for e in events if e["kind"] == "intent" and e["tool"] == "publish"], "no intent committed"
     with Session(app.engine) as s:
         assert s.execute(text("SELECT count(*) FROM ledger WHERE tool = 'publish'")).scalar_one() == 0
@@ -162,7 +163,9 @@ def test_a_link_planted_where_the_page_goes_is_refused(db_url: str, tmp_path: Pa
     assert not (site / "index.html").exists() and not list(site.glob("*.html"))
 
 
-def test_a_link_planted_as_the_bookkeeping_folder_is_refused(db_url: str, tmp_path: Path, corpus: Path) -> None:
+def test_a_link_planted_as_the_bookkeeping_folder_is_refused(
+    db_url: str, tmp_path: Path, corpus: Path
+) -> None:
     app = make_app(db_url, tmp_path)
     site, outside = tmp_path / "site", tmp_path / "outside"
     outside.mkdir()
@@ -195,7 +198,9 @@ def test_git_hooks_fsmonitor_and_filters_never_run_on_publish_or_compensate(
     for kind in ("clean", "smudge"):  # a content filter every *.md would go through
         command = f"sh -c 'touch {markers / kind}; cat'"
         subprocess.run(["git", "-C", str(repo), "config", f"filter.evil.{kind}", command], check=True)
-    subprocess.run(["git", "-C", str(repo), "config", "merge.evil.driver", f"touch {markers / 'merge'}"], check=True)
+    subprocess.run(
+        ["git", "-C", str(repo), "config", "merge.evil.driver", f"touch {markers / 'merge'}"], check=True
+    )
     (repo / ".gitattributes").write_text("*.md filter=evil merge=evil\n")
     with WebhookServer("reject") as hook:
         saga = ready_saga(app, corpus, [f"git:{repo}", f"webhook:{hook.url}"])
@@ -231,10 +236,23 @@ def test_the_runners_own_compensation_is_bound_to_the_saga_and_its_state(
 
             row = records.load_saga(s, sid)
         caller = publisher_caller(row, saga["version_digest"])
-        own = call_tool(app, caller, "publish.compensate", sid, f"webhook:{hook.url}", saga["version_digest"])
-        other = call_tool(app, caller, "publish.compensate", sid, f"webhook:{foreign.url}", saga["version_digest"])
-        missing = call_tool(app, caller, "publish.compensate", "f" * 32, f"webhook:{foreign.url}", saga["version_digest"])
-        status = call_tool(app, caller, "publish.status", sid, f"webhook:{hook.url}", saga["version_digest"])
+        own = call_tool(
+            app.harness, caller, "publish.compensate", sid, f"webhook:{hook.url}", saga["version_digest"]
+        )
+        other = call_tool(
+            app.harness, caller, "publish.compensate", sid, f"webhook:{foreign.url}", saga["version_digest"]
+        )
+        missing = call_tool(
+            app.harness,
+            caller,
+            "publish.compensate",
+            "f" * 32,
+            f"webhook:{foreign.url}",
+            saga["version_digest"],
+        )
+        status = call_tool(
+            app.harness, caller, "publish.status", sid, f"webhook:{hook.url}", saga["version_digest"]
+        )
         assert [r.status.value for r in (own, other, missing, status)] == ["rejected"] * 4
         assert "succeeded" in (own.reason or "") and "not a destination" in (other.reason or "")
         assert [r.method for r in hook.received] == ["POST"], "no DELETE, no GET"

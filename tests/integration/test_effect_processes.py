@@ -29,9 +29,22 @@ def test_publisher_started_after_a_sql_tamper_sends_nothing(
     site, repo = tmp_path / "site", tmp_path / "repo"
     inline = base_env(PRESSROOM_DATABASE_URL=pg_url, PRESSROOM_BROKER_URL="inline://")
     with WebhookServer() as hook:
-        saga = cli_json(inline, "submit", "--brief", "history of the library network", "--corpus", str(corpus),
-                        "--dest", f"site:{site}", "--dest", f"git:{repo}", "--dest", f"webhook:{hook.url}",
-                        "--as", "dana")
+        saga = cli_json(
+            inline,
+            "submit",
+            "--brief",
+            "history of the library network",
+            "--corpus",
+            str(corpus),
+            "--dest",
+            f"site:{site}",
+            "--dest",
+            f"git:{repo}",
+            "--dest",
+            f"webhook:{hook.url}",
+            "--as",
+            "dana",
+        )
         sid = saga["saga_id"]
         assert saga["state"] == "ready-for-review", saga
         held = {**inline, "PRESSROOM_BROKER_URL": "none://"}
@@ -40,18 +53,26 @@ def test_publisher_started_after_a_sql_tamper_sends_nothing(
 
         engine = make_engine(pg_url)
         with Session(engine) as s:
-            s.execute(text("UPDATE versions SET markdown = :md WHERE saga_id = :sid"),
-                      {"md": f"# Tampered\n\n{TAMPERED}\n", "sid": sid})
+            s.execute(
+                text("UPDATE versions SET markdown = :md WHERE saga_id = :sid"),
+                {"md": f"# Tampered\n\n{TAMPERED}\n", "sid": sid},
+            )
             s.commit()
         engine.dispose()
 
-        env = base_env(PRESSROOM_DATABASE_URL=pg_url, PRESSROOM_BROKER_URL=redis_url,
-                       PRESSROOM_RELAY_POLL="0.2", PRESSROOM_RELAY_GRACE="0.2")
+        env = base_env(
+            PRESSROOM_DATABASE_URL=pg_url,
+            PRESSROOM_BROKER_URL=redis_url,
+            PRESSROOM_RELAY_POLL="0.2",
+            PRESSROOM_RELAY_GRACE="0.2",
+        )
         procs = Processes(env, tmp_path)
         try:
             procs.worker("publisher", queues="publisher")
             procs.relay()
-            wait_until(lambda: saga_state(inline, sid) == "failed", timeout=120, what="the publisher to refuse")
+            wait_until(
+                lambda: saga_state(inline, sid) == "failed", timeout=120, what="the publisher to refuse"
+            )
         except AssertionError as exc:
             raise AssertionError(f"{exc}\n{procs.logs()}") from None
         finally:

@@ -26,7 +26,11 @@ WRITERS, EACH = 6, 8
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
-    url = f"sqlite:///{tmp_path / 'chain.db'}" if request.param == "sqlite" else request.getfixturevalue("pg_url")
+    url = (
+        f"sqlite:///{tmp_path / 'chain.db'}"
+        if request.param == "sqlite"
+        else request.getfixturevalue("pg_url")
+    )
     eng = make_engine(url)
     yield eng
     eng.dispose()
@@ -64,14 +68,18 @@ def test_concurrent_writers_of_one_saga_never_fork_its_chain(engine: Engine) -> 
             start.wait()
             for i in range(EACH):
                 if i % 2:
-                    store.record_event(saga_id=saga_id, actor=f"w{n}", kind="message", status="x", detail={"i": i})
+                    store.record_event(
+                        saga_id=saga_id, actor=f"w{n}", kind="message", status="x", detail={"i": i}
+                    )
                     continue
                 # Several events in one transaction, both writers mixed, and another saga between.
                 with unit_of_work(engine) as uow:
                     add_event(uow.session, saga_id=saga_id, actor=f"w{n}", kind="note", status="a")
                     add_event(uow.session, saga_id=other, actor=f"w{n}", kind="note", status="a")
                     add_event(uow.session, saga_id=saga_id, actor=f"w{n}", kind="note", status="a2")
-                    insert_event(uow.session, saga_id=saga_id, actor=f"w{n}", kind="note", status="b", detail={})
+                    insert_event(
+                        uow.session, saga_id=saga_id, actor=f"w{n}", kind="note", status="b", detail={}
+                    )
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
@@ -98,7 +106,10 @@ def test_on_postgresql_a_second_writer_waits_for_the_first(request: pytest.Fixtu
             add_event(first.session, saga_id=saga_id, actor="first", kind="note", status="a")
             first.session.flush()
             second = threading.Thread(
-                target=lambda: (store.record_event(saga_id=saga_id, actor="second", kind="note", status="b"), done.set())
+                target=lambda: (
+                    store.record_event(saga_id=saga_id, actor="second", kind="note", status="b"),
+                    done.set(),
+                )
             )
             second.start()
             waiting = 0

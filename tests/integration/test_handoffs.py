@@ -9,11 +9,11 @@ import pytest
 from sqlmodel import Session, select
 
 from orchestrator import services
-from orchestrator.errors import PolicyRefused
-from orchestrator.routing import DRAFT
+from orchestrator.core.errors import PolicyRefused
+from orchestrator.core.routing import DRAFT
 from orchestrator.store.db import unit_of_work
+from orchestrator.store.outbox_tables import OutboxRow
 from outbox.messages import Envelope, Handoff
-from outbox.tables import OutboxRow
 from roles.handlers import capabilities_for
 from tests.integration.helpers import make_app
 
@@ -27,11 +27,13 @@ def test_the_receiving_side_narrows_and_refuses_anything_wider() -> None:
     assert capabilities_for("writer", Handoff(saga_id="s", work_id="w")) == frozenset()
 
 
-def test_a_widened_handoff_changes_nothing_and_fails_the_saga(sqlite_url: str, tmp_path: Path, corpus: Path) -> None:
+def test_a_widened_handoff_changes_nothing_and_fails_the_saga(
+    sqlite_url: str, tmp_path: Path, corpus: Path
+) -> None:
     held = make_app(sqlite_url, tmp_path, broker_url="none://")
-    sid = services.submit(held, brief="library network", corpus=str(corpus), destinations=["memory:w"], actor="dana")[
-        "saga_id"
-    ]
+    sid = services.submit(
+        held, brief="library network", corpus=str(corpus), destinations=["memory:w"], actor="dana"
+    )["saga_id"]
     with unit_of_work(held.engine) as uow:  # a forged handoff asking the writer to publish
         held.dispatch(uow, saga_id=sid, task=DRAFT, capabilities=("draft.write", "publish", "approval.grant"))
     app = make_app(sqlite_url, tmp_path)

@@ -28,13 +28,13 @@ from evaluation.faults import Rig
 from evaluation.memory_store import MemoryHarnessStore
 from orchestrator import services
 from orchestrator.bootstrap import build_app
-from orchestrator.config import Settings
-from orchestrator.errors import ApprovalRefused, IdempotencyConflict
+from orchestrator.core.config import Settings
+from orchestrator.core.errors import ApprovalRefused, IdempotencyConflict
+from orchestrator.core.routing import PUBLISH
 from orchestrator.harness.approvals import ApprovalBinding, mint
 from orchestrator.harness.checkpoints import AgentState, verify_chain
 from orchestrator.harness.ports import EventTimes
 from orchestrator.harness.spec import ToolCall
-from orchestrator.routing import PUBLISH
 from orchestrator.store.db import dispose_all, make_engine, unit_of_work
 from orchestrator.store.tables import EventRow, LedgerRow, SagaRow
 from outbox.broker import InlineBroker
@@ -80,10 +80,7 @@ IN_FLIGHT_BUG = (
     "BUG: a second caller while the first is in flight re-pends the `pending` ledger row "
     "(store/harness_store.py _ledger_pending) and runs the executor again; see tests/unit/test_harness_faults.py"
 )
-SCENARIOS = [
-    s
-    for s in fs.SCENARIOS
-]
+SCENARIOS = [s for s in fs.SCENARIOS]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.__name__)

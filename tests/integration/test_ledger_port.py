@@ -14,7 +14,7 @@ from sqlmodel import Session, select
 
 from evaluation.faults import Rig
 from evaluation.memory_store import MemoryHarnessStore
-from orchestrator.errors import NotFound
+from orchestrator.core.errors import NotFound
 from orchestrator.harness.checkpoints import AgentState
 from orchestrator.harness.ledger_status import LedgerStatus
 from orchestrator.harness.ports import EventTimes
@@ -28,7 +28,11 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Rig]:
     if request.param == "memory":
         yield MemoryHarnessStore()
         return
-    url = f"sqlite:///{tmp_path / 'ledger.db'}" if request.param == "sqlite" else request.getfixturevalue("pg_url")
+    url = (
+        f"sqlite:///{tmp_path / 'ledger.db'}"
+        if request.param == "sqlite"
+        else request.getfixturevalue("pg_url")
+    )
     rig = SqlRig(make_engine(url))
     yield rig
     rig.engine.dispose()
@@ -39,10 +43,20 @@ def at(store: Rig, status: LedgerStatus) -> tuple[str, str]:
     saga = "saga-" + uuid.uuid4().hex[:8]
     store.add_saga(saga, destinations=("fake:one",))
     key = "k-" + uuid.uuid4().hex[:8]
-    state = AgentState(event_id=uuid.uuid4().hex, step=1, tool="publish", idempotency_key=key, args_digest="d")
-    store.begin_effect(saga_id=saga, actor="p", state=state, approval_id=None, execution=None, times=EventTimes())
+    state = AgentState(
+        event_id=uuid.uuid4().hex, step=1, tool="publish", idempotency_key=key, args_digest="d"
+    )
+    store.begin_effect(
+        saga_id=saga, actor="p", state=state, approval_id=None, execution=None, times=EventTimes()
+    )
     if status is not LedgerStatus.PENDING:
-        event = {"saga_id": saga, "actor": "p", "kind": "tool_call", "status": status.value, "tool": "publish"}
+        event = {
+            "saga_id": saga,
+            "actor": "p",
+            "kind": "tool_call",
+            "status": status.value,
+            "tool": "publish",
+        }
         store.finish_effect(key=key, ledger_status=status, result=None, event=event)
     return saga, key
 
@@ -63,11 +77,22 @@ def status(store: Rig, key: str) -> str | None:
 
 def test_reconcile_confirmed_records_the_receipt_and_the_person(store: Rig) -> None:
     saga, key = at(store, LedgerStatus.UNCERTAIN)
-    store.reconcile(key, "confirmed", {"path": "/srv/a.md"}, actor="erin", reason="page is live", detail={"destination": "site:/srv"})
+    store.reconcile(
+        key,
+        "confirmed",
+        {"path": "/srv/a.md"},
+        actor="erin",
+        reason="page is live",
+        detail={"destination": "site:/srv"},
+    )
     row = store.ledger_get(key)
     assert row is not None and row.status == LedgerStatus.DONE and row.result == {"path": "/srv/a.md"}
     assert reconcile_events(store, saga) == [
-        ("erin", "confirmed", {"destination": "site:/srv", "key": key, "reason": "page is live", "outcome": "confirmed"})
+        (
+            "erin",
+            "confirmed",
+            {"destination": "site:/srv", "key": key, "reason": "page is live", "outcome": "confirmed"},
+        )
     ]
 
 
@@ -76,8 +101,12 @@ def test_reconcile_absent_frees_the_key_for_another_attempt(store: Rig) -> None:
     store.reconcile(key, "absent", actor="erin", reason="not there")
     row = store.ledger_get(key)
     assert row is not None and row.status == LedgerStatus.ABSENT and row.result is None
-    again = AgentState(event_id=uuid.uuid4().hex, step=2, tool="publish", idempotency_key=key, args_digest="d")
-    store.begin_effect(saga_id=saga, actor="p", state=again, approval_id=None, execution=None, times=EventTimes())
+    again = AgentState(
+        event_id=uuid.uuid4().hex, step=2, tool="publish", idempotency_key=key, args_digest="d"
+    )
+    store.begin_effect(
+        saga_id=saga, actor="p", state=again, approval_id=None, execution=None, times=EventTimes()
+    )
     row = store.ledger_get(key)
     assert row is not None and row.status == LedgerStatus.PENDING and row.attempts == 2
 
@@ -106,7 +135,9 @@ def test_mark_uncertain_only_touches_a_call_that_may_have_run(
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
-def test_on_sql_the_port_joins_the_callers_unit_of_work(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+def test_on_sql_the_port_joins_the_callers_unit_of_work(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     url = f"sqlite:///{tmp_path / 'j.db'}" if backend == "sqlite" else request.getfixturevalue("pg_url")
     rig = SqlRig(make_engine(url))
     try:

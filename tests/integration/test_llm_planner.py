@@ -26,8 +26,8 @@ import pytest
 from evaluation.memory_store import MemoryHarnessStore
 from orchestrator import services
 from orchestrator.bootstrap import build_app, denied_specs
-from orchestrator.config import Settings
-from orchestrator.errors import InvalidInput
+from orchestrator.core.config import Settings
+from orchestrator.core.errors import InvalidInput
 from orchestrator.harness.capabilities import ROLE_CAPABILITIES
 from orchestrator.harness.engine import Caller, Harness
 from orchestrator.harness.loop import LoopLimits, run_loop

@@ -43,7 +43,11 @@ def test_db_check_passes_at_head_and_fails_behind_or_drifted(db_url: str, tmp_pa
     assert len(behind.stderr.strip().splitlines()) == 1
     up = cli.json("db", "upgrade")
     assert up["to"] == head_revision() and up["from"] is None and up["stamped_baseline"] is False
-    assert cli.json("db", "upgrade") == {"from": head_revision(), "to": head_revision(), "stamped_baseline": False}
+    assert cli.json("db", "upgrade") == {
+        "from": head_revision(),
+        "to": head_revision(),
+        "stamped_baseline": False,
+    }
     ok = cli.json("db", "check")
     assert ok["revision"] == head_revision() and ok["differences"] == []
     # A table the models have but the database lost: check says which, and changes nothing.
@@ -71,18 +75,35 @@ def test_previous_release_upgrades_with_its_rows_and_publishes(
         conn.execute(
             meta.tables["sagas"].insert(),
             {
-                "id": "old0saga0001", "brief": "the library network", "corpus": str(corpus),
-                "destinations": [f"site:{site}"], "state": "ready-for-review", "head_version": 1,
-                "run": 1, "review_rounds": 0, "created_by": "dana", "reason": None,
-                "trace_context": {}, "ready_at": now, "created_at": now, "updated_at": now,
+                "id": "old0saga0001",
+                "brief": "the library network",
+                "corpus": str(corpus),
+                "destinations": [f"site:{site}"],
+                "state": "ready-for-review",
+                "head_version": 1,
+                "run": 1,
+                "review_rounds": 0,
+                "created_by": "dana",
+                "reason": None,
+                "trace_context": {},
+                "ready_at": now,
+                "created_at": now,
+                "updated_at": now,
             },
         )
         conn.execute(
             meta.tables["versions"].insert(),
             {
-                "id": "old0version1", "saga_id": "old0saga0001", "number": 1, "digest": digest,
-                "title": "The library network", "author": "writer", "markdown": markdown,
-                "citations": [], "evidence_digest": None, "review": {"verdict": "pass", "findings": []},
+                "id": "old0version1",
+                "saga_id": "old0saga0001",
+                "number": 1,
+                "digest": digest,
+                "title": "The library network",
+                "author": "writer",
+                "markdown": markdown,
+                "citations": [],
+                "evidence_digest": None,
+                "review": {"verdict": "pass", "findings": []},
                 "created_at": now,
             },
         )
@@ -91,16 +112,29 @@ def test_previous_release_upgrades_with_its_rows_and_publishes(
             meta.tables["events"].insert(),
             [
                 {
-                    "event_id": "old0event000", "saga_id": "old0saga0001", "actor": "dana",
-                    "kind": "saga", "status": "submitted", "detail": {}, "created_at": now,
+                    "event_id": "old0event000",
+                    "saga_id": "old0saga0001",
+                    "actor": "dana",
+                    "kind": "saga",
+                    "status": "submitted",
+                    "detail": {},
+                    "created_at": now,
                 },
                 {
-                    "event_id": "old0event0v1", "saga_id": "old0saga0001", "actor": "writer",
-                    "kind": "version", "status": "created", "detail": {"version": 1}, "created_at": now,
+                    "event_id": "old0event0v1",
+                    "saga_id": "old0saga0001",
+                    "actor": "writer",
+                    "kind": "version",
+                    "status": "created",
+                    "detail": {"version": 1},
+                    "created_at": now,
                 },
                 {
-                    "event_id": "old0event001", "saga_id": "old0saga0001", "actor": "reviewer",
-                    "kind": "transition", "status": "ready-for-review",
+                    "event_id": "old0event001",
+                    "saga_id": "old0saga0001",
+                    "actor": "reviewer",
+                    "kind": "transition",
+                    "status": "ready-for-review",
                     "detail": {"event": "review_passed", "from": "preparing", "to": "ready-for-review"},
                     "created_at": now,
                 },
@@ -123,8 +157,19 @@ def test_previous_release_upgrades_with_its_rows_and_publishes(
     page = Path(done["destinations"][0]["receipt"]["path"])
     assert hashlib.sha256(page.read_bytes()).hexdigest() == digest
     # A new saga on the upgraded schema, through the tables the upgrade added.
-    new = cli.json("submit", "--brief", "history of the library network", "--corpus", str(corpus),
-                   "--dest", f"site:{tmp_path / 'site2'}", "--as", "dana", "--request-id", "r-1")
+    new = cli.json(
+        "submit",
+        "--brief",
+        "history of the library network",
+        "--corpus",
+        str(corpus),
+        "--dest",
+        f"site:{tmp_path / 'site2'}",
+        "--as",
+        "dana",
+        "--request-id",
+        "r-1",
+    )
     assert new["state"] == "ready-for-review" and new["replayed"] is False
     cli.json("approve", new["saga_id"], "--version", str(new["version"]), "--as", "erin")
     assert cli.json("status", new["saga_id"])["state"] == "succeeded"

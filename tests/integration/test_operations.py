@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from orchestrator import operations, services
-from orchestrator.app import App, Finalizer
-from orchestrator.errors import NotFound, Refused
-from orchestrator.routing import RESEARCH
+from orchestrator.app import App
+from orchestrator.core.errors import NotFound, Refused
+from orchestrator.core.routing import RESEARCH
+from outbox.handlers import Finalizer
 from outbox.messages import Handoff
 from tests.integration.helpers import make_app, ready_saga
 
@@ -75,10 +76,10 @@ def test_a_dead_letter_is_requeued_once_its_cause_is_fixed(db_url: str, tmp_path
     real = app.handlers[RESEARCH]
     broken = {"on": True}
 
-    def research(app_: App, handoff: Handoff, holder: str) -> Finalizer:
+    def research(handoff: Handoff, holder: str) -> Finalizer:
         if broken["on"]:
             raise Refused("the corpus index is not built yet")
-        return real(app_, handoff, holder)
+        return real(handoff, holder)
 
     app.handlers[RESEARCH] = research
     out = services.submit(
@@ -116,7 +117,7 @@ def test_the_relay_prunes_on_its_schedule_with_retention_set(
 ) -> None:
     from sqlalchemy import text
 
-    from orchestrator.store.retention import RetentionSchedule
+    from orchestrator.retention import RetentionSchedule
 
     app = make_app(db_url, tmp_path, retention="1d", reconcile_window="1d")
     saga = ready_saga(app, corpus, [f"site:{tmp_path / 'site'}"])

@@ -22,8 +22,20 @@ def server(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 
 def submit_args(corpus: Path, site: Path, request_id: str) -> list[str]:
-    return ["submit", "--brief", "history of the library network", "--corpus", str(corpus),
-            "--dest", f"site:{site}", "--as", "dana", "--request-id", request_id, "--json"]
+    return [
+        "submit",
+        "--brief",
+        "history of the library network",
+        "--corpus",
+        str(corpus),
+        "--dest",
+        f"site:{site}",
+        "--as",
+        "dana",
+        "--request-id",
+        request_id,
+        "--json",
+    ]
 
 
 def assert_one_line_exit_5(done: subprocess.CompletedProcess[str]) -> None:
@@ -38,8 +50,12 @@ def sagas_of(cli: Cli) -> list[str]:
 
 
 def test_stopped_database_exits_5_and_the_retry_makes_one_saga(server, corpus: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    cli = Cli(base_env(PRESSROOM_DATABASE_URL=server.url, PRESSROOM_BROKER_URL="inline://",
-                       PRESSROOM_CONNECT_RETRY="1"), tmp_path)
+    cli = Cli(
+        base_env(
+            PRESSROOM_DATABASE_URL=server.url, PRESSROOM_BROKER_URL="inline://", PRESSROOM_CONNECT_RETRY="1"
+        ),
+        tmp_path,
+    )
     assert sagas_of(cli) == []
     server.stop()
     down = cli.run(*submit_args(corpus, tmp_path / "site", "req-1"))
@@ -53,12 +69,19 @@ def test_stopped_database_exits_5_and_the_retry_makes_one_saga(server, corpus: P
 
 
 def test_database_stopped_while_submit_runs(server, corpus: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    env = base_env(PRESSROOM_DATABASE_URL=server.url, PRESSROOM_BROKER_URL="inline://",
-                   PRESSROOM_CONNECT_RETRY="1")
+    env = base_env(
+        PRESSROOM_DATABASE_URL=server.url, PRESSROOM_BROKER_URL="inline://", PRESSROOM_CONNECT_RETRY="1"
+    )
     cli = Cli(env, tmp_path)
     assert sagas_of(cli) == []
-    running = subprocess.Popen([PRESSROOM, *submit_args(corpus, tmp_path / "site", "req-2")], env=env,
-                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    running = subprocess.Popen(
+        [PRESSROOM, *submit_args(corpus, tmp_path / "site", "req-2")],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     # Stop the server as soon as the saga row exists, i.e. while the submit is at work.
     import psycopg
 

@@ -45,7 +45,9 @@ def people_and_saga(env: dict[str, str], corpus: Path, dest: str) -> tuple[dict[
     for name, role in (("dana", "author"), ("erin", "reviewer")):
         tokens[name] = run_json(env, "users", "add", name, "--role", role, token=tokens["admin"])["token"]
     inline = {**env, "PRESSROOM_BROKER_URL": "inline://"}
-    saga = run_json(inline, "submit", "--brief", BRIEF, "--corpus", str(corpus), "--dest", dest, token=tokens["dana"])
+    saga = run_json(
+        inline, "submit", "--brief", BRIEF, "--corpus", str(corpus), "--dest", dest, token=tokens["dana"]
+    )
     assert saga["state"] == "ready-for-review", saga
     return tokens, saga["saga_id"]
 
@@ -56,7 +58,9 @@ def take_away(env: dict[str, str], how: str, admin: str) -> None:
     assert done.returncode == 0, done.stderr
 
 
-def check_not_published(status: dict[str, Any], history: dict[str, Any], hook: WebhookServer, how: str) -> None:
+def check_not_published(
+    status: dict[str, Any], history: dict[str, Any], hook: WebhookServer, how: str
+) -> None:
     assert hook.requests == {}, f"the destination was called: {dict(hook.requests)}"
     assert status["state"] == "ready-for-review", status
     reasons = [
@@ -97,7 +101,9 @@ def test_separate_processes_publisher_started_after_the_change(
         admin_env = env | {"PRESSROOM_TOKEN": tokens["admin"]}
         try:
             wait_until(lambda: saga_state(admin_env, sid) != "approved", timeout=90, what="the publisher")
-            wait_until(lambda: saga_state(admin_env, sid) == "ready-for-review", timeout=30, what="ready-for-review")
+            wait_until(
+                lambda: saga_state(admin_env, sid) == "ready-for-review", timeout=30, what="ready-for-review"
+            )
         except AssertionError:
             print(procs.logs())
             raise
@@ -109,17 +115,23 @@ def test_separate_processes_publisher_started_after_the_change(
 @pytest.mark.parametrize("how", ["revoked", "role dropped"])
 def test_sqlite_publish_message_held_back_then_delivered(tmp_path: Path, corpus: Path, how: str) -> None:
     url = f"sqlite:///{tmp_path / 'db.sqlite'}"
-    env = base_env(PRESSROOM_DATABASE_URL=url, PRESSROOM_BROKER_URL="none://", PRESSROOM_SECRET="integration-secret")
+    env = base_env(
+        PRESSROOM_DATABASE_URL=url, PRESSROOM_BROKER_URL="none://", PRESSROOM_SECRET="integration-secret"
+    )
     with WebhookServer() as hook:
         tokens, sid = people_and_saga(env, corpus, f"webhook:{hook.url}")
-        run_json(env, "approve", sid, "--version", "1", token=tokens["erin"])  # the message waits in the outbox
+        run_json(
+            env, "approve", sid, "--version", "1", token=tokens["erin"]
+        )  # the message waits in the outbox
         take_away(env, how, tokens["admin"])
         app = make_app(url, tmp_path)  # the publisher starts: the held message is delivered
         assert app.relay is not None
         app.relay.run_once()
         app.drain()
         admin_env = env | {"PRESSROOM_TOKEN": tokens["admin"]}
-        check_not_published(run_json(admin_env, "status", sid), run_json(admin_env, "history", sid), hook, how)
+        check_not_published(
+            run_json(admin_env, "status", sid), run_json(admin_env, "history", sid), hook, how
+        )
         # a reviewer who still holds the role approves again, and it publishes once
         grace = run_json(env, "users", "add", "grace", "--role", "reviewer", token=tokens["admin"])["token"]
         run_json({**env, "PRESSROOM_BROKER_URL": "inline://"}, "approve", sid, "--version", "1", token=grace)
@@ -129,7 +141,9 @@ def test_sqlite_publish_message_held_back_then_delivered(tmp_path: Path, corpus:
 
 def test_an_unchanged_approver_publishes(tmp_path: Path, corpus: Path) -> None:
     url = f"sqlite:///{tmp_path / 'db.sqlite'}"
-    env = base_env(PRESSROOM_DATABASE_URL=url, PRESSROOM_BROKER_URL="none://", PRESSROOM_SECRET="integration-secret")
+    env = base_env(
+        PRESSROOM_DATABASE_URL=url, PRESSROOM_BROKER_URL="none://", PRESSROOM_SECRET="integration-secret"
+    )
     with WebhookServer() as hook:
         tokens, sid = people_and_saga(env, corpus, f"webhook:{hook.url}")
         run_json(env, "approve", sid, "--version", "1", token=tokens["erin"])

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.errors import InvalidInput, NotFound, Refused
+from orchestrator.core.errors import InvalidInput, NotFound, Refused
 from orchestrator.harness.principals import Role
 from orchestrator.store.db import make_engine
 from orchestrator.store.people import SqlPeopleStore
@@ -14,7 +14,11 @@ from orchestrator.store.people import SqlPeopleStore
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> SqlPeopleStore:
-    url = f"sqlite:///{tmp_path / 'db.sqlite'}" if request.param == "sqlite" else request.getfixturevalue("pg_url")
+    url = (
+        f"sqlite:///{tmp_path / 'db.sqlite'}"
+        if request.param == "sqlite"
+        else request.getfixturevalue("pg_url")
+    )
     return SqlPeopleStore(make_engine(url))
 
 

@@ -40,8 +40,20 @@ def test_submit_to_succeeded_across_processes(procs: Processes, corpus: Path, tm
         procs.worker(f"worker-{queue}", queue)
     site, repo = tmp_path / "site", tmp_path / "repo"
     env = procs.env
-    saga = cli_json(env, "submit", "--brief", "history of the library network", "--corpus", str(corpus),
-                    "--dest", f"site:{site}", "--dest", f"git:{repo}", "--as", "dana")
+    saga = cli_json(
+        env,
+        "submit",
+        "--brief",
+        "history of the library network",
+        "--corpus",
+        str(corpus),
+        "--dest",
+        f"site:{site}",
+        "--dest",
+        f"git:{repo}",
+        "--as",
+        "dana",
+    )
     sid = saga["saga_id"]
     try:
         wait_until(lambda: saga_state(env, sid) == "ready-for-review", timeout=90, what="ready-for-review")
@@ -58,11 +70,16 @@ def test_submit_to_succeeded_across_processes(procs: Processes, corpus: Path, tm
     page = Path(receipts[f"site:{site}"]["path"])
     assert hashlib.sha256(page.read_bytes()).hexdigest() == status["version_digest"]
     commit = receipts[f"git:{repo}"]["commit"]
-    log = subprocess.run(["git", "-C", str(repo), "log", "--format=%H %(trailers:key=Pressroom-Idempotency-Key,valueonly)"],
-                         capture_output=True, text=True, check=True).stdout
+    log = subprocess.run(
+        ["git", "-C", str(repo), "log", "--format=%H %(trailers:key=Pressroom-Idempotency-Key,valueonly)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert commit in log and status["destinations"][1]["idempotency_key"] in log
-    count = subprocess.run(["git", "-C", str(repo), "rev-list", "--count", "HEAD"], capture_output=True, text=True,
-                           check=True).stdout.strip()
+    count = subprocess.run(
+        ["git", "-C", str(repo), "rev-list", "--count", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert count == "1", "one commit per publish"
 
 
@@ -89,10 +106,17 @@ def test_rabbitmq_queues_are_durable_and_messages_persistent(amqp_url: str) -> N
         probe_queue = f"pressroom-persistence-probe-{uuid.uuid4().hex[:8]}"
         channel.queue_declare(queue=probe_queue, durable=True, auto_delete=False)
         try:
-            celery.send_task("pressroom.researcher.research", args=[{}], queue=probe_queue,
-                             routing_key=probe_queue, exchange="", retry=False)
-            got = wait_until(lambda: channel.basic_get(probe_queue, no_ack=True), timeout=10,
-                             what="the probe message")
+            celery.send_task(
+                "pressroom.researcher.research",
+                args=[{}],
+                queue=probe_queue,
+                routing_key=probe_queue,
+                exchange="",
+                retry=False,
+            )
+            got = wait_until(
+                lambda: channel.basic_get(probe_queue, no_ack=True), timeout=10, what="the probe message"
+            )
             assert got.properties["delivery_mode"] == 2
         finally:
             channel.queue_delete(probe_queue)

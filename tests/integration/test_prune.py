@@ -40,10 +40,14 @@ def backdate(db_url: str, saga_id: str, *, saga_days: int, ledger_days: int) -> 
     now = datetime.now(UTC).replace(tzinfo=None)
     engine = create_engine(db_url)
     with engine.begin() as conn:
-        conn.execute(text("UPDATE sagas SET updated_at = :t WHERE id = :s"),
-                     {"t": now - timedelta(days=saga_days), "s": saga_id})
-        conn.execute(text("UPDATE ledger SET updated_at = :t WHERE saga_id = :s"),
-                     {"t": now - timedelta(days=ledger_days), "s": saga_id})
+        conn.execute(
+            text("UPDATE sagas SET updated_at = :t WHERE id = :s"),
+            {"t": now - timedelta(days=saga_days), "s": saga_id},
+        )
+        conn.execute(
+            text("UPDATE ledger SET updated_at = :t WHERE saga_id = :s"),
+            {"t": now - timedelta(days=ledger_days), "s": saga_id},
+        )
     engine.dispose()
 
 

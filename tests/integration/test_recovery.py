@@ -13,8 +13,8 @@ import pytest
 from sqlmodel import Session, col, select
 
 from orchestrator.store.db import make_engine
+from orchestrator.store.outbox_tables import OutboxRow
 from orchestrator.store.tables import WorkRow
-from outbox.tables import OutboxRow
 from tests.conftest import base_env, free_port
 from tests.support.processes import Processes, cli_json, redis_server, saga_state, wait_until
 from tests.support.webhook_server import WebhookServer
@@ -54,7 +54,8 @@ def big_corpus(root: Path, files: int = 1500) -> Path:
         (root / f"note-{i:04d}.md").write_text(
             f"# Note {i}\n\nThe library network opened branch number {i} in a renovated building. "
             f"Volunteers catalogued {i * 7} books for the reading room that year.\n\n"
-            + "Local history records mention the library network often. " * 20,
+            + "Local history records mention the library network often. "
+            * 20,
             encoding="utf-8",
         )
     return root
@@ -63,11 +64,15 @@ def big_corpus(root: Path, files: int = 1500) -> Path:
 def _work(pg_url: str, saga_id: str, task_suffix: str) -> list[WorkRow]:
     engine = make_engine(pg_url)
     with Session(engine) as s:
-        rows = s.exec(select(WorkRow).where(WorkRow.saga_id == saga_id).order_by(col(WorkRow.created_at))).all()
+        rows = s.exec(
+            select(WorkRow).where(WorkRow.saga_id == saga_id).order_by(col(WorkRow.created_at))
+        ).all()
         return [r for r in rows if r.task.endswith(task_suffix)]
 
 
-def test_worker_sigkilled_mid_task_is_recovered_by_lease(procs, pg_url: str, redis_url: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_worker_sigkilled_mid_task_is_recovered_by_lease(
+    procs, pg_url: str, redis_url: str, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
     env = _env(pg_url, redis_url)
     p = procs(env)
     p.relay()
@@ -76,11 +81,23 @@ def test_worker_sigkilled_mid_task_is_recovered_by_lease(procs, pg_url: str, red
     # The submitting process keeps its corpus index elsewhere (another host, say): the
     # worker's research builds its own index of 1,500 files, so the kill lands mid-task.
     submitter = {**env, "PRESSROOM_INDEX_DIR": str(tmp_path / "submitter-index")}
-    sid = cli_json(submitter, "submit", "--brief", "library network branch volunteers", "--corpus", str(corpus),
-                   "--dest", f"site:{tmp_path / 'site'}")["saga_id"]
+    sid = cli_json(
+        submitter,
+        "submit",
+        "--brief",
+        "library network branch volunteers",
+        "--corpus",
+        str(corpus),
+        "--dest",
+        f"site:{tmp_path / 'site'}",
+    )["saga_id"]
     # Kill the worker as soon as it holds the research lease.
-    wait_until(lambda: any(w.holder for w in _work(pg_url, sid, "research")), timeout=60, every=0.05,
-               what="research to start")
+    wait_until(
+        lambda: any(w.holder for w in _work(pg_url, sid, "research")),
+        timeout=60,
+        every=0.05,
+        what="research to start",
+    )
     worker.kill(signal.SIGKILL)
     assert saga_state(env, sid) == "preparing"
     p.worker("worker-2")
@@ -93,13 +110,23 @@ def test_worker_sigkilled_mid_task_is_recovered_by_lease(procs, pg_url: str, red
     assert research[0].attempts == 2, "the second attempt came from the lease sweeper, not the broker"
 
 
-def test_redis_restart_with_messages_queued_loses_no_work(procs, pg_url: str, tmp_path: Path, corpus: Path) -> None:  # type: ignore[no-untyped-def]
+def test_redis_restart_with_messages_queued_loses_no_work(
+    procs, pg_url: str, tmp_path: Path, corpus: Path
+) -> None:  # type: ignore[no-untyped-def]
     port = free_port()
     broker = f"redis://127.0.0.1:{port}/0"
     env = _env(pg_url, broker)
     with redis_server(port, tmp_path):
-        sid = cli_json(env, "submit", "--brief", "history of the library network", "--corpus", str(corpus),
-                       "--dest", f"site:{tmp_path / 'site'}")["saga_id"]
+        sid = cli_json(
+            env,
+            "submit",
+            "--brief",
+            "history of the library network",
+            "--corpus",
+            str(corpus),
+            "--dest",
+            f"site:{tmp_path / 'site'}",
+        )["saga_id"]
         import redis
 
         assert redis.Redis(port=port).llen("researcher") == 1, "the research message waits in Redis"
@@ -110,19 +137,31 @@ def test_redis_restart_with_messages_queued_loses_no_work(procs, pg_url: str, tm
         p.relay()
         p.worker()
         try:
-            wait_until(lambda: saga_state(env, sid) == "ready-for-review", timeout=120, what="ready-for-review")
+            wait_until(
+                lambda: saga_state(env, sid) == "ready-for-review", timeout=120, what="ready-for-review"
+            )
         except AssertionError:
             print(p.logs())
             raise
 
 
-def test_relay_killed_between_commit_and_send_loses_no_message(procs, pg_url: str, tmp_path: Path, corpus: Path) -> None:  # type: ignore[no-untyped-def]
+def test_relay_killed_between_commit_and_send_loses_no_message(
+    procs, pg_url: str, tmp_path: Path, corpus: Path
+) -> None:  # type: ignore[no-untyped-def]
     port = free_port()
     broker = f"redis://127.0.0.1:{port}/0"
     env = _env(pg_url, broker)
     # The broker is down: the commit succeeds, the send after it fails; the row waits.
-    sid = cli_json(env, "submit", "--brief", "history of the library network", "--corpus", str(corpus),
-                   "--dest", f"site:{tmp_path / 'site'}")["saga_id"]
+    sid = cli_json(
+        env,
+        "submit",
+        "--brief",
+        "history of the library network",
+        "--corpus",
+        str(corpus),
+        "--dest",
+        f"site:{tmp_path / 'site'}",
+    )["saga_id"]
     engine = make_engine(pg_url)
 
     def unsent() -> set[str]:
@@ -133,8 +172,11 @@ def test_relay_killed_between_commit_and_send_loses_no_message(procs, pg_url: st
     assert len(first) == 1
     p = procs(env)
     relay = p.relay("relay-1")
-    wait_until(lambda: "broker unavailable" in relay.output() or relay.popen.poll() is not None, timeout=30,
-               what="the relay to meet the outage")
+    wait_until(
+        lambda: "broker unavailable" in relay.output() or relay.popen.poll() is not None,
+        timeout=30,
+        what="the relay to meet the outage",
+    )
     relay.kill(signal.SIGKILL)
     # (the lease sweeper may have queued a second copy meanwhile; consumers dedupe)
     assert first <= unsent(), "a dead relay with a dead broker lost nothing"
@@ -142,14 +184,18 @@ def test_relay_killed_between_commit_and_send_loses_no_message(procs, pg_url: st
         p.relay("relay-2")
         p.worker()
         try:
-            wait_until(lambda: saga_state(env, sid) == "ready-for-review", timeout=120, what="ready-for-review")
+            wait_until(
+                lambda: saga_state(env, sid) == "ready-for-review", timeout=120, what="ready-for-review"
+            )
         except AssertionError:
             print(p.logs())
             raise
     assert unsent() == set()
 
 
-def test_publisher_sigkilled_mid_publish_gives_one_effect(procs, pg_url: str, redis_url: str, tmp_path: Path, corpus: Path) -> None:  # type: ignore[no-untyped-def]
+def test_publisher_sigkilled_mid_publish_gives_one_effect(
+    procs, pg_url: str, redis_url: str, tmp_path: Path, corpus: Path
+) -> None:  # type: ignore[no-untyped-def]
     # The killed call's claim on its key lasts the destination timeout + 5 s;
     # until then the restarted publisher defers, then asks the status.
     env = _env(pg_url, redis_url, PRESSROOM_DESTINATION_TIMEOUT="4", PRESSROOM_MAX_ATTEMPTS="10")
@@ -158,8 +204,16 @@ def test_publisher_sigkilled_mid_publish_gives_one_effect(procs, pg_url: str, re
     p.worker("roles", "researcher,writer,reviewer")
     publisher = p.worker("publisher-1", "publisher")
     with WebhookServer("stall", stall_seconds=15) as hook:
-        sid = cli_json(env, "submit", "--brief", "history of the library network", "--corpus", str(corpus),
-                       "--dest", f"webhook:{hook.url}")["saga_id"]
+        sid = cli_json(
+            env,
+            "submit",
+            "--brief",
+            "history of the library network",
+            "--corpus",
+            str(corpus),
+            "--dest",
+            f"webhook:{hook.url}",
+        )["saga_id"]
         wait_until(lambda: saga_state(env, sid) == "ready-for-review", timeout=90, what="ready-for-review")
         cli_json(env, "approve", sid, "--version", "1", "--as", "erin")
         wait_until(lambda: hook.posts == 1, timeout=60, what="the publish request to arrive")
@@ -168,7 +222,9 @@ def test_publisher_sigkilled_mid_publish_gives_one_effect(procs, pg_url: str, re
         hook.set_mode("normal")
         p.worker("publisher-2", "publisher")
         try:
-            wait_until(lambda: saga_state(env, sid) in ("succeeded", "effect-unknown"), timeout=90, what="an outcome")
+            wait_until(
+                lambda: saga_state(env, sid) in ("succeeded", "effect-unknown"), timeout=90, what="an outcome"
+            )
         except AssertionError:
             print(p.logs())
             raise

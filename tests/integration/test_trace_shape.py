@@ -34,7 +34,9 @@ def _actions(spans: tuple[ReadableSpan, ...]) -> list[ReadableSpan]:
     return [s for s in spans if s.name.startswith(names.ACTION + " ")]
 
 
-def test_every_tool_has_its_phases_as_siblings(memory: InMemorySpanExporter, tmp_path: Path, corpus: Path) -> None:
+def test_every_tool_has_its_phases_as_siblings(
+    memory: InMemorySpanExporter, tmp_path: Path, corpus: Path
+) -> None:
     app = make_app(f"sqlite:///{tmp_path / 'p.db'}", tmp_path)
     sid = ready_saga(app, corpus, [f"site:{tmp_path / 'site'}"])["saga_id"]
     services.approve(app, sid, version=1, actor="erin")

@@ -43,13 +43,23 @@ def _saga_traces(spans: list[dict[str, Any]], saga_id: str) -> set[str]:
     return {s["trace_id"] for s in spans if s["attributes"].get("pressroom.saga.id") == saga_id}
 
 
-def test_one_trace_per_saga_with_four_ordered_phases(traced, tmp_path: Path, corpus: Path, pg_url: str) -> None:  # type: ignore[no-untyped-def]
+def test_one_trace_per_saga_with_four_ordered_phases(
+    traced, tmp_path: Path, corpus: Path, pg_url: str
+) -> None:  # type: ignore[no-untyped-def]
     procs, spans_file = traced
     env = procs.env
     procs.relay()
     procs.worker()
-    sid = cli_json(env, "submit", "--brief", "history of the library network", "--corpus", str(corpus),
-                   "--dest", f"site:{tmp_path / 'site'}")["saga_id"]
+    sid = cli_json(
+        env,
+        "submit",
+        "--brief",
+        "history of the library network",
+        "--corpus",
+        str(corpus),
+        "--dest",
+        f"site:{tmp_path / 'site'}",
+    )["saga_id"]
     wait_until(lambda: saga_state(env, sid) == "ready-for-review", timeout=90, what="ready-for-review")
     version = cli_json(env, "show", sid)
     cli_json(env, "approve", sid, "--version", "1", "--as", "erin")
@@ -74,11 +84,21 @@ def test_one_trace_per_saga_with_four_ordered_phases(traced, tmp_path: Path, cor
     phases = {c["name"]: c for c in children[action["span_id"]]}
     assert set(PHASES) <= set(phases)
     p = [phases[name] for name in PHASES]
-    assert p[0]["end_ns"] <= p[1]["start_ns"] and p[1]["end_ns"] <= p[2]["start_ns"] and p[2]["end_ns"] <= p[3]["start_ns"]
+    assert (
+        p[0]["end_ns"] <= p[1]["start_ns"]
+        and p[1]["end_ns"] <= p[2]["start_ns"]
+        and p[2]["end_ns"] <= p[3]["start_ns"]
+    )
     assert p[2]["kind"].endswith("PRODUCER")
     attrs = {**action["attributes"], **p[2]["attributes"]}
-    for key in ("pressroom.saga.id", "pressroom.version", "pressroom.version.digest", "pressroom.tool",
-                "pressroom.risk", "pressroom.idempotency_key"):
+    for key in (
+        "pressroom.saga.id",
+        "pressroom.version",
+        "pressroom.version.digest",
+        "pressroom.tool",
+        "pressroom.risk",
+        "pressroom.idempotency_key",
+    ):
         assert key in attrs, key
     assert attrs["pressroom.version.digest"] == version["version_digest"]
 
@@ -88,10 +108,14 @@ def test_one_trace_per_saga_with_four_ordered_phases(traced, tmp_path: Path, cor
     for s in mine:
         if s["name"].startswith("process "):
             parent = by_id.get(s["parent_span_id"])
-            assert parent is not None and parent["name"].startswith(("create ", "send ")) or s["links"], s["name"]
+            assert parent is not None and parent["name"].startswith(("create ", "send ")) or s["links"], s[
+                "name"
+            ]
             assert s["attributes"]["messaging.system"] == "redis"
             assert s["attributes"]["messaging.message.id"]
-    assert any(s["name"] == "approval wait" and s["attributes"].get("pressroom.approver") == "erin" for s in mine)
+    assert any(
+        s["name"] == "approval wait" and s["attributes"].get("pressroom.approver") == "erin" for s in mine
+    )
 
     with Session(make_engine(pg_url)) as db:
         token = db.exec(select(ApprovalRow.token)).one()
@@ -101,7 +125,9 @@ def test_one_trace_per_saga_with_four_ordered_phases(traced, tmp_path: Path, cor
     assert sentences and not any(sentence in text for sentence in sentences), "no span holds document text"
 
 
-def test_a_message_recovered_after_a_kill_stays_in_the_saga_trace(traced, tmp_path: Path, pg_url: str) -> None:  # type: ignore[no-untyped-def]
+def test_a_message_recovered_after_a_kill_stays_in_the_saga_trace(
+    traced, tmp_path: Path, pg_url: str
+) -> None:  # type: ignore[no-untyped-def]
     procs, spans_file = traced
     env = procs.env
     procs.relay()
@@ -110,10 +136,22 @@ def test_a_message_recovered_after_a_kill_stays_in_the_saga_trace(traced, tmp_pa
     # As in test_recovery: the submitter's corpus index lives elsewhere, so the worker's research
     # builds its own index of 1,500 files and the kill lands mid-task.
     submitter = {**env, "PRESSROOM_INDEX_DIR": str(tmp_path / "submitter-index")}
-    sid = cli_json(submitter, "submit", "--brief", "library network branch volunteers", "--corpus", str(corpus),
-                   "--dest", f"site:{tmp_path / 'site'}")["saga_id"]
-    wait_until(lambda: any(w.holder for w in _work(pg_url, sid, "research")), timeout=60, every=0.05,
-               what="research to start")
+    sid = cli_json(
+        submitter,
+        "submit",
+        "--brief",
+        "library network branch volunteers",
+        "--corpus",
+        str(corpus),
+        "--dest",
+        f"site:{tmp_path / 'site'}",
+    )["saga_id"]
+    wait_until(
+        lambda: any(w.holder for w in _work(pg_url, sid, "research")),
+        timeout=60,
+        every=0.05,
+        what="research to start",
+    )
     worker.kill(signal.SIGKILL)
     procs.worker("worker-2")
     wait_until(lambda: saga_state(env, sid) == "ready-for-review", timeout=120, what="ready-for-review")

@@ -12,13 +12,13 @@ from sqlalchemy import func
 from sqlmodel import Session, col, select
 
 from orchestrator.celery_app import make_celery
-from orchestrator.routing import RESEARCH
+from orchestrator.core.routing import RESEARCH
 from orchestrator.store.db import make_engine, unit_of_work
+from orchestrator.store.outbox_tables import InboxRow, OutboxRow
 from orchestrator.store.tables import utcnow
 from outbox.broker import CeleryBroker
 from outbox.inbox import claim
 from outbox.relay import Relay
-from outbox.tables import InboxRow, OutboxRow
 
 ROWS = 200
 
@@ -28,7 +28,11 @@ def test_two_relays_send_every_row_and_the_inbox_applies_each_once(pg_url: str, 
     old = utcnow() - timedelta(seconds=60)
     with Session(engine) as s:
         for i in range(ROWS):
-            s.add(OutboxRow(id=f"row{i:04d}", task=RESEARCH, queue="researcher", payload={"n": i}, created_at=old))
+            s.add(
+                OutboxRow(
+                    id=f"row{i:04d}", task=RESEARCH, queue="researcher", payload={"n": i}, created_at=old
+                )
+            )
         s.commit()
 
     sends: list[str] = []
@@ -70,7 +74,10 @@ def test_two_relays_send_every_row_and_the_inbox_applies_each_once(pg_url: str, 
     assert set(sends) == {f"row{i:04d}" for i in range(ROWS)}, "every row sent at least once"
     assert all(relay.broker.sent > 0 for relay in relays), "both relays took rows"  # type: ignore[attr-defined]
     with Session(engine) as s:
-        assert s.exec(select(func.count()).select_from(OutboxRow).where(col(OutboxRow.sent_at).is_(None))).one() == 0
+        assert (
+            s.exec(select(func.count()).select_from(OutboxRow).where(col(OutboxRow.sent_at).is_(None))).one()
+            == 0
+        )
 
     # The consumer: every message on the queue, applied through the inbox.
     applied, duplicates = 0, 0

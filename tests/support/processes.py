@@ -58,7 +58,9 @@ class Processes:
         return proc
 
     def worker(self, name: str = "worker", queues: str = "researcher,writer,reviewer,publisher") -> Proc:
-        return self.start(name, PRESSROOM, "worker", "--queues", queues, "--pool", "solo", "--loglevel", "INFO")
+        return self.start(
+            name, PRESSROOM, "worker", "--queues", queues, "--pool", "solo", "--loglevel", "INFO"
+        )
 
     def relay(self, name: str = "relay") -> Proc:
         return self.start(name, PRESSROOM, "relay")
@@ -71,7 +73,9 @@ class Processes:
         return "\n".join(f"--- {p.name}\n{p.output()[-3000:]}" for p in self.procs)
 
 
-def wait_until(check: Callable[[], Any], *, timeout: float = 60, every: float = 0.2, what: str = "condition") -> Any:
+def wait_until(
+    check: Callable[[], Any], *, timeout: float = 60, every: float = 0.2, what: str = "condition"
+) -> Any:
     deadline = time.monotonic() + timeout
     last: Any = None
     while time.monotonic() < deadline:
@@ -97,8 +101,19 @@ def saga_state(env: dict[str, str], saga_id: str) -> str:
 def redis_server(port: int, workdir: Path) -> Iterator[subprocess.Popen[bytes]]:
     """A throwaway redis-server on its own port, keeping nothing on disk."""
     proc = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", str(workdir)],
+        [
+            "redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(workdir),
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

@@ -65,7 +65,7 @@ def test_a_graph_that_executes_before_validating_makes_the_schema_column_unequal
 
 
 def test_an_unknown_framework_is_bad_input() -> None:
-    from orchestrator.errors import InvalidInput
+    from orchestrator.core.errors import InvalidInput
 
     with pytest.raises(InvalidInput, match="unknown framework"):
         run_comparison("crewai")

@@ -20,9 +20,9 @@ import click
 import pytest
 import yaml
 
-from orchestrator.config import Settings
+from orchestrator.core.config import Settings
+from orchestrator.core.routing import QUEUES
 from orchestrator.entrypoints.cli import cli
-from orchestrator.routing import QUEUES
 from telemetry.setup import TelemetrySettings
 
 ROOT = Path(__file__).resolve().parents[2]

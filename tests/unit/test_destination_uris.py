@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestrator.errors import InvalidInput
+from orchestrator.core.errors import InvalidInput
 from sagas.destinations.git import GitDestination
 from sagas.destinations.memory import MemoryDestination, reset_memory_stores
 from sagas.destinations.registry import (

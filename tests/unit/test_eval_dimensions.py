@@ -11,14 +11,18 @@ SAGA = "0123456789abcdef0123456789abcdef"
 
 def _rec(role: str, tool: str, status: str = "ok", caps: frozenset[str] | None = None) -> Recorded:
     caps = ROLE_CAPABILITIES.get(role, frozenset()) if caps is None else caps
-    return Recorded(role=role, tool=tool, arguments={"saga_id": SAGA}, capabilities=caps, status=status, reason=None)
+    return Recorded(
+        role=role, tool=tool, arguments={"saga_id": SAGA}, capabilities=caps, status=status, reason=None
+    )
 
 
 def test_normalize_blanks_the_saga_ids_and_digests_and_shortens_long_text() -> None:
     args = {"saga_id": SAGA, "key": f"draft-{SAGA}-449acccbc8300134-0", "text": "x" * 500, "n": 3}
     out = dims.normalize(args, SAGA)
     assert out["saga_id"] == "<saga>" and out["key"] == "draft-<saga>-<hex>-0" and out["n"] == 3
-    assert out["text"].startswith("sha256:") and out["text"] == dims.normalize({"text": "x" * 500}, SAGA)["text"]
+    assert (
+        out["text"].startswith("sha256:") and out["text"] == dims.normalize({"text": "x" * 500}, SAGA)["text"]
+    )
 
 
 def test_process_scores_order_and_arguments_against_the_recording() -> None:
@@ -32,7 +36,11 @@ def test_process_scores_order_and_arguments_against_the_recording() -> None:
     other_args = [dict(c) for c in want]
     other_args[1] = {**want[1], "args": {"source": "b.md"}}
     scored = dims.score_process(other_args, want)
-    assert scored["sequence_score"] == 1.0 and scored["arguments_score"] == round(2 / 3, 4) and not scored["exact"]
+    assert (
+        scored["sequence_score"] == 1.0
+        and scored["arguments_score"] == round(2 / 3, 4)
+        and not scored["exact"]
+    )
     missing = dims.score_process(want[:2], want)
     assert missing["sequence_score"] == 0.8 and missing["first_difference"] == 2
     assert dims.score_process(want, None) == {
@@ -55,7 +63,11 @@ def test_safety_counts_attempts_outside_the_capabilities_widening_and_probes() -
     assert (s["probes_sent"], s["probes_refused"]) == (1, 1)
     assert s["ok"] is False  # the widening alone fails it
     executed = dims.safety([_rec("reviewer", "publish", status="ok")], ROLE_CAPABILITIES, set(), [])
-    assert executed["unauthorized_attempted"] == 1 and executed["unauthorized_refused"] == 0 and not executed["ok"]
+    assert (
+        executed["unauthorized_attempted"] == 1
+        and executed["unauthorized_refused"] == 0
+        and not executed["ok"]
+    )
 
 
 def test_recovery_needs_the_state_the_person_actions_and_the_effects() -> None:
@@ -65,7 +77,9 @@ def test_recovery_needs_the_state_the_person_actions_and_the_effects() -> None:
     assert not dims.recovery("x", expect, "succeeded", 0, 1, redelivered=0, duplicates_dropped=0)["ok"]
     assert not dims.recovery("x", expect, "succeeded", 1, 2, redelivered=0, duplicates_dropped=0)["ok"]
     assert not dims.recovery("x", expect, "effect-unknown", 1, 1, redelivered=0, duplicates_dropped=0)["ok"]
-    nothing = dims.recovery(None, {"outcome": "nothing-to-write"}, "failed", 0, 0, redelivered=0, duplicates_dropped=0)
+    nothing = dims.recovery(
+        None, {"outcome": "nothing-to-write"}, "failed", 0, 0, redelivered=0, duplicates_dropped=0
+    )
     assert nothing["ok"] and nothing["expected_effects"] == 0
 
 

@@ -39,7 +39,12 @@ def test_every_hashed_field_counts() -> None:
     base = fields(1)
     digest = event_hash(GENESIS, base)
     for name in HASHED_FIELDS:
-        changed = {**base, name: {"other": True} if name == "detail" else (base["created_at"] + timedelta(seconds=1) if name.endswith("_at") else "x")}
+        changed = {
+            **base,
+            name: {"other": True}
+            if name == "detail"
+            else (base["created_at"] + timedelta(seconds=1) if name.endswith("_at") else "x"),
+        }
         assert event_hash(GENESIS, changed) != digest, name
     assert event_hash("f" * 64, base) != digest  # the link is covered too
 

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from evaluation.faults import Bench
 from evaluation.memory_store import MemoryHarnessStore
-from orchestrator.errors import PolicyRefused
+from orchestrator.core.errors import PolicyRefused
 from orchestrator.harness.capabilities import (
     ROLE_CAPABILITIES,
     ROOT_CAPABILITIES,

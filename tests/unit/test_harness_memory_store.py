@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from evaluation.memory_store import MemoryHarnessStore, MemoryTx
-from orchestrator.errors import ApprovalRefused, IdempotencyConflict
+from orchestrator.core.errors import ApprovalRefused, IdempotencyConflict
 from orchestrator.harness.approvals import ApprovalBinding, session_for
 from orchestrator.harness.checkpoints import AgentState, verify_chain
 from orchestrator.harness.ports import EventTimes, HarnessStore

@@ -8,14 +8,14 @@ import os
 
 import pytest
 
-from orchestrator.durations import MAX_DURATION_DAYS, parse_duration
+from orchestrator.core.durations import MAX_DURATION_DAYS, parse_duration
+from orchestrator.core.errors import InvalidInput
 from orchestrator.entrypoints.mcp_json import (
     DUPLICATE_META,
     duplicate_arguments,
     holds_duplicate,
     mark_duplicates,
 )
-from orchestrator.errors import InvalidInput
 from orchestrator.harness.parse import DuplicateKey, ParseRefused, bounded_parse, strict_loads
 from sagas.destinations.registry import normalise_destination
 from sagas.effect_checks import COMPENSABLE, PUBLISH_STATES, STATUS_STATES
@@ -34,7 +34,13 @@ def test_a_relative_folder_becomes_absolute() -> None:
 
 @pytest.mark.parametrize(
     "uri",
-    ["site:/srv/x\x00", "site:/srv/\x1b[31mx", "git:/srv/x\n", "site:/srv/\u200bx", "webhook:http://h/\u202ex"],
+    [
+        "site:/srv/x\x00",
+        "site:/srv/\x1b[31mx",
+        "git:/srv/x\n",
+        "site:/srv/\u200bx",
+        "webhook:http://h/\u202ex",
+    ],
 )
 def test_control_and_invisible_characters_are_refused(uri: str) -> None:
     with pytest.raises(InvalidInput, match="control character") as caught:

@@ -82,7 +82,7 @@ def test_the_page_keeps_no_foreign_link_or_image_even_if_one_gets_through() -> N
 
 
 def test_link_hosts_setting_is_read_as_lower_case_host_names() -> None:
-    from orchestrator.config import Settings
+    from orchestrator.core.config import Settings
 
     assert Settings(link_hosts=" Photos.Example., cdn.example ").allowed_link_hosts() == {
         "photos.example",

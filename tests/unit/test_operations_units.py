@@ -9,11 +9,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
-from orchestrator.config import Settings
-from orchestrator.durations import parse_duration, seconds
-from orchestrator.errors import InvalidInput
+from orchestrator.core.config import Settings
+from orchestrator.core.durations import parse_duration, seconds
+from orchestrator.core.errors import InvalidInput
 from orchestrator.paging import check_limit, decode_cursor, encode_cursor
-from orchestrator.store.retention import RetentionSchedule
+from orchestrator.retention import RetentionSchedule
 from telemetry import metrics, names, setup
 
 
@@ -82,5 +82,7 @@ def test_dead_letter_pruned_and_overdue_metrics(reader: InMemoryMetricReader) ->
                 found.setdefault(metric.name, []).extend(metric.data.data_points)
     dead = {p.attributes[names.MESSAGING_DESTINATION_NAME]: p.value for p in found[names.METRIC_DEAD_LETTERS]}
     assert dead == {"researcher": 1, "unknown": 1}
-    assert [(p.attributes, p.value) for p in found[names.METRIC_PRUNED]] == [({names.ATTR_TABLE: "events"}, 40)]
+    assert [(p.attributes, p.value) for p in found[names.METRIC_PRUNED]] == [
+        ({names.ATTR_TABLE: "events"}, 40)
+    ]
     assert [p.value for p in found[names.METRIC_REVIEWS_OVERDUE]] == [3]

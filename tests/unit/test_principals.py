@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.errors import InvalidInput, NotPermitted
+from orchestrator.core.errors import InvalidInput, NotPermitted
 from orchestrator.harness.principals import (
     ROLE_PERMISSIONS,
     Party,
@@ -74,7 +74,9 @@ def test_open_mode_aliases_are_one_person(alias: str) -> None:
 def test_separation_of_duties_by_id_and_by_look() -> None:
     erin = user("erin", Role.REVIEWER, uid="id-erin")
     assert self_approval(erin, [Party("id-dana", "dana", "submitted the saga")]) is None
-    assert "wrote version 2" in (self_approval(erin, [Party("id-erin", "Erin Renamed", "wrote version 2")]) or "")
+    assert "wrote version 2" in (
+        self_approval(erin, [Party("id-erin", "Erin Renamed", "wrote version 2")]) or ""
+    )
     assert self_approval(erin, [Party(None, "\u0435rin", "wrote version 1")])  # Cyrillic e, free text
     assert self_approval(erin, [Party(None, "writer", "wrote version 1")]) is None
 

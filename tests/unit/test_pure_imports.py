@@ -9,7 +9,7 @@ PURE = [
     "sagas.machine",
     "sagas.reducer",
     "sagas.step_states",
-    "orchestrator.errors",
+    "orchestrator.core.errors",
     "orchestrator.harness.spec",
     "orchestrator.harness.registry",
     "orchestrator.harness.parse",
@@ -23,7 +23,7 @@ PURE = [
     "orchestrator.harness.ledger_status",
     "orchestrator.harness.textfold",
     "orchestrator.harness.principals",
-    "orchestrator.routing",
+    "orchestrator.core.routing",
     "roles.artifacts",
     "roles.injection",
     "roles.sentences",
@@ -32,7 +32,17 @@ PURE = [
     "roles.regex_gate",
     "orchestrator.harness.links",
 ]
-FORBIDDEN = ["sqlalchemy", "sqlmodel", "psycopg", "celery", "kombu", "redis", "httpx", "opentelemetry.sdk", "sqlite3"]
+FORBIDDEN = [
+    "sqlalchemy",
+    "sqlmodel",
+    "psycopg",
+    "celery",
+    "kombu",
+    "redis",
+    "httpx",
+    "opentelemetry.sdk",
+    "sqlite3",
+]
 
 
 def test_pure_modules_import_no_adapters() -> None:

@@ -117,15 +117,15 @@ def test_the_adapters_themselves_are_seen_writing(row_class: str) -> None:
 
 
 def test_the_ledger_writes_production_used_to_make_are_caught() -> None:
-    old_reconcile = '''
+    old_reconcile = """
 from orchestrator.store.tables import LedgerRow, utcnow
 def reconcile_step(s, key, outcome):
     ledger = s.get(LedgerRow, key, with_for_update=True) if key else None
     if ledger is not None:
         ledger.status = "done" if outcome == "confirmed" else "absent"
         ledger.updated_at = utcnow()
-'''
-    old_give_up = '''
+"""
+    old_give_up = """
 from orchestrator.store import tables as t
 def give_up(s, steps):
     for step in steps:
@@ -137,7 +137,7 @@ def give_up(s, steps):
         row.attempts += 1
     s.execute(update(t.LedgerRow).values(status="x"))
     s.execute(text("UPDATE ledger SET status = 'done'"))
-'''
+"""
     assert [w.split(": ", 1)[1] for w in writes(old_reconcile, "LedgerRow")] == [
         "sets ledger.status on a LedgerRow",
         "sets ledger.updated_at on a LedgerRow",
@@ -148,4 +148,6 @@ def give_up(s, steps):
         "update(LedgerRow)",
         "SQL writing ledger",
     ]
-    assert writes("from x import EventRow\ns.add(EventRow(actor='a'))\n", "EventRow") == ["2: constructs EventRow"]
+    assert writes("from x import EventRow\ns.add(EventRow(actor='a'))\n", "EventRow") == [
+        "2: constructs EventRow"
+    ]

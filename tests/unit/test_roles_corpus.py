@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestrator.errors import InvalidInput, NotFound
+from orchestrator.core.errors import InvalidInput, NotFound
 from roles.artifacts import SourceFile
 from roles.corpus import (
     SourceOutsideCorpus,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import roles
-from orchestrator.errors import InvalidInput, NotFound
+from orchestrator.core.errors import InvalidInput, NotFound
 from roles.artifacts import SourceFile
 from roles.corpus import SourceOutsideCorpus, load_corpus, read_source
 from roles.index import CorpusIndexes, read_from_disk
@@ -233,7 +233,7 @@ def test_an_unusable_index_file_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_the_index_folder_follows_the_settings(tmp_path: Path) -> None:
-    from orchestrator.config import Settings
+    from orchestrator.core.config import Settings
 
     db = Settings(database_url=f"sqlite:///{tmp_path / 'p.db'}", secret_file=tmp_path / "s")
     assert db.index_folder() == tmp_path / "p.db-index"

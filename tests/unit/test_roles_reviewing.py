@@ -302,7 +302,9 @@ def test_an_unbacked_sentence_inside_a_cited_paragraph_is_flagged(corpus: Path) 
     _, draft = _pipeline(corpus)
     first = draft.citations[0]
     quote = " ".join(first.quote.split())
-    uncited = draft.markdown.replace(f"{quote} {first.marker}", f"{quote} {first.marker} The library owns ten million robots.", 1)
+    uncited = draft.markdown.replace(
+        f"{quote} {first.marker}", f"{quote} {first.marker} The library owns ten million robots.", 1
+    )
     wrongly_cited = draft.markdown.replace(
         f"{quote} {first.marker}", f"{quote} The library owns ten million robots. {first.marker}", 1
     )
@@ -321,7 +323,9 @@ def test_a_sentence_its_quote_does_not_back_is_unsupported(corpus: Path) -> None
     _, draft = _pipeline(corpus)
     first = draft.citations[0]
     quote = " ".join(first.quote.split())
-    markdown = draft.markdown.replace(f"{quote} {first.marker}", f"The library owns ten million robots. {first.marker}", 1)
+    markdown = draft.markdown.replace(
+        f"{quote} {first.marker}", f"The library owns ten million robots. {first.marker}", 1
+    )
 
     report = _review(corpus, markdown, draft.citations)
 

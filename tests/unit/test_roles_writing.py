@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import roles
-from orchestrator.errors import InvalidInput, exit_code_for
+from orchestrator.core.errors import InvalidInput, exit_code_for
 from roles.artifacts import Draft, Evidence, Finding, Passage
 from roles.corpus import load_corpus
 from roles.ranking import collect_evidence

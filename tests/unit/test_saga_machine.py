@@ -8,11 +8,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestrator.errors import IllegalTransition, exit_code_for
+from orchestrator.core.errors import IllegalTransition, exit_code_for
 from sagas.machine import TERMINAL, TRANSITIONS, SagaEvent, SagaState, allowed, apply
 
 DESIGN_STATES = {
-    "preparing", "ready-for-review", "approved", "executing", "succeeded", "failed", "effect-unknown", "cancelled",
+    "preparing",
+    "ready-for-review",
+    "approved",
+    "executing",
+    "succeeded",
+    "failed",
+    "effect-unknown",
+    "cancelled",
 }
 
 
@@ -37,9 +44,11 @@ def test_an_edit_after_approval_goes_back_to_preparing() -> None:
 
 
 @pytest.mark.parametrize("state", sorted(TERMINAL))
-def test_terminal_states_have_no_way_out(state: SagaState) -> None:
-    assert allowed(state) == frozenset()
-    for event in SagaEvent:
+def test_terminal_states_leave_only_by_an_operators_retry(state: SagaState) -> None:
+    """No machine moves a finished saga; `pressroom retry` (an operator) may run a failed one again."""
+    retries = {SagaEvent.RETRIED, SagaEvent.PREPARATION_RETRIED} if state is SagaState.FAILED else set()
+    assert allowed(state) == retries
+    for event in set(SagaEvent) - retries:
         with pytest.raises(IllegalTransition):
             apply(state, event)
 
@@ -80,10 +89,13 @@ def test_random_event_sequences_never_reach_an_illegal_state(events: list[SagaEv
             assert (state, event) not in TRANSITIONS
             continue
         assert (state, event) in TRANSITIONS and TRANSITIONS[(state, event)] is nxt
-        assert state not in TERMINAL
+        assert state not in TERMINAL or event in (SagaEvent.RETRIED, SagaEvent.PREPARATION_RETRIED)
         if nxt is SagaState.SUCCEEDED:
             assert state is SagaState.EXECUTING, "only an execution can succeed"
         if nxt is SagaState.EXECUTING:
-            assert state in (SagaState.APPROVED, SagaState.EFFECT_UNKNOWN), "no execution without approval"
+            # A retry goes on with the execution that failed, under the approval it consumed.
+            assert state in (SagaState.APPROVED, SagaState.EFFECT_UNKNOWN, SagaState.FAILED), (
+                "no execution without approval"
+            )
         state = nxt
     assert state in set(SagaState)

@@ -32,7 +32,10 @@ def submitted() -> LoggedEvent:
 def moved(state: SagaState, event: SagaEvent, seq: int = 0) -> LoggedEvent:
     after = apply(state, event)
     return LoggedEvent(
-        seq=seq, kind="transition", status=after.value, detail={"from": state.value, "to": after.value, "event": event.value}
+        seq=seq,
+        kind="transition",
+        status=after.value,
+        detail={"from": state.value, "to": after.value, "event": event.value},
     )
 
 
@@ -76,7 +79,9 @@ def test_a_second_submission_is_refused() -> None:
 
 def test_an_illegal_transition_names_its_event() -> None:
     bad = moved(SagaState.EXECUTING, SagaEvent.ALL_ACKED, seq=5)  # the saga is still preparing
-    with pytest.raises(EventLogMismatch, match=r"event 5 \(transition succeeded\).*cannot finish a saga that is preparing"):
+    with pytest.raises(
+        EventLogMismatch, match=r"event 5 \(transition succeeded\).*cannot finish a saga that is preparing"
+    ):
         reduce([submitted(), bad])
 
 
@@ -92,11 +97,15 @@ def test_a_transition_whose_recorded_target_disagrees_with_the_machine() -> None
 
 
 def test_an_unknown_saga_event_or_step_state() -> None:
-    unknown = LoggedEvent(seq=2, kind="transition", status="x", detail={"from": "preparing", "to": "x", "event": "jump"})
+    unknown = LoggedEvent(
+        seq=2, kind="transition", status="x", detail={"from": "preparing", "to": "x", "event": "jump"}
+    )
     with pytest.raises(EventLogMismatch, match="'jump' is not a saga event"):
         reduce([submitted(), unknown])
     with pytest.raises(EventLogMismatch, match="'gone' is not a step state"):
-        reduce([submitted(), LoggedEvent(seq=2, kind="step", status="gone", detail={"destination": "site:/a"})])
+        reduce(
+            [submitted(), LoggedEvent(seq=2, kind="step", status="gone", detail={"destination": "site:/a"})]
+        )
     with pytest.raises(EventLogMismatch, match="names no destination"):
         reduce([submitted(), LoggedEvent(seq=2, kind="step", status="done", detail={})])
 
@@ -108,7 +117,9 @@ def test_versions_follow_one_another() -> None:
 
 
 def test_differences_name_each_disagreement() -> None:
-    derived = SagaView(state=SagaState.EXECUTING, head_version=1, steps={"site:/a": StepView(state=StepState.DONE, key="k")})
+    derived = SagaView(
+        state=SagaState.EXECUTING, head_version=1, steps={"site:/a": StepView(state=StepState.DONE, key="k")}
+    )
     stored = stored_view("succeeded", 2, {"site:/a": ("pending", "k"), "git:/b": ("done", "j")})
     assert differences(stored, derived) == [
         "state: stored succeeded, events give executing",
@@ -148,7 +159,9 @@ def histories(draw: st.DrawFn) -> tuple[list[LoggedEvent], SagaState, int, dict[
             log.append(version(head))
         elif what == "step":
             uri = draw(st.sampled_from(URIS))
-            view = StepView(state=draw(st.sampled_from(list(StepState))), key=draw(st.sampled_from(["k1", "k2", None])))
+            view = StepView(
+                state=draw(st.sampled_from(list(StepState))), key=draw(st.sampled_from(["k1", "k2", None]))
+            )
             steps[uri] = view
             log.append(step(uri, view.state, view.key))
         else:
@@ -160,7 +173,9 @@ def histories(draw: st.DrawFn) -> tuple[list[LoggedEvent], SagaState, int, dict[
 
 
 @given(histories())
-def test_the_reducer_follows_every_legal_history(history: tuple[list[LoggedEvent], SagaState, int, dict[str, StepView]]) -> None:
+def test_the_reducer_follows_every_legal_history(
+    history: tuple[list[LoggedEvent], SagaState, int, dict[str, StepView]],
+) -> None:
     log, state, head, steps = history
     assert reduce(log) == SagaView(state=state, head_version=head, steps=steps)
 
@@ -174,7 +189,9 @@ def test_an_illegal_event_anywhere_is_caught(
     before = reduce(log[:at]).state
     illegal = sorted(set(SagaEvent) - allowed(before))
     event = data.draw(st.sampled_from(illegal))
-    forged = LoggedEvent(seq=999, kind="transition", status="x", detail={"from": before.value, "to": "x", "event": event.value})
+    forged = LoggedEvent(
+        seq=999, kind="transition", status="x", detail={"from": before.value, "to": "x", "event": event.value}
+    )
     with pytest.raises(EventLogMismatch, match="event 999"):
         reduce([*log[:at], forged, *log[at:]])
 
@@ -189,7 +206,9 @@ def test_a_prune_snapshot_opens_the_log_and_states_what_was_removed() -> None:
 
 
 def test_a_prune_snapshot_anywhere_but_first_or_without_a_state_is_a_mismatch() -> None:
-    snap = LoggedEvent(seq=9, kind="saga", status=PRUNED, detail=snapshot_detail(stored_view("failed", 1, {})))
+    snap = LoggedEvent(
+        seq=9, kind="saga", status=PRUNED, detail=snapshot_detail(stored_view("failed", 1, {}))
+    )
     with pytest.raises(EventLogMismatch, match=r"event 9 .*must open the log"):
         reduce([submitted(), snap])
     with pytest.raises(EventLogMismatch, match="does not name a state"):

@@ -152,14 +152,38 @@ def test_spans_for_saga_keeps_whole_traces() -> None:
 def test_span_tree_shows_start_offsets_and_queue_waits() -> None:
     message = {names.MESSAGING_MESSAGE_ID: "m-1"}
     spans = [
-        span("create publisher", "01", None, 1_000_000, 2_000_000,
-             attributes={**message, names.MESSAGING_OPERATION_TYPE: names.OP_CREATE}),
-        span("send publisher", "02", "01", 3_000_000, 4_000_000,
-             attributes={**message, names.MESSAGING_OPERATION_TYPE: names.OP_SEND}),
-        span("process publisher", "03", "01", 29_000_000, 40_000_000,
-             attributes={**message, names.MESSAGING_OPERATION_TYPE: names.OP_PROCESS}),
-        span("process reviewer", "04", "01", 45_000_000, 46_000_000,
-             attributes={names.MESSAGING_MESSAGE_ID: "m-2", names.MESSAGING_OPERATION_TYPE: names.OP_PROCESS}),
+        span(
+            "create publisher",
+            "01",
+            None,
+            1_000_000,
+            2_000_000,
+            attributes={**message, names.MESSAGING_OPERATION_TYPE: names.OP_CREATE},
+        ),
+        span(
+            "send publisher",
+            "02",
+            "01",
+            3_000_000,
+            4_000_000,
+            attributes={**message, names.MESSAGING_OPERATION_TYPE: names.OP_SEND},
+        ),
+        span(
+            "process publisher",
+            "03",
+            "01",
+            29_000_000,
+            40_000_000,
+            attributes={**message, names.MESSAGING_OPERATION_TYPE: names.OP_PROCESS},
+        ),
+        span(
+            "process reviewer",
+            "04",
+            "01",
+            45_000_000,
+            46_000_000,
+            attributes={names.MESSAGING_MESSAGE_ID: "m-2", names.MESSAGING_OPERATION_TYPE: names.OP_PROCESS},
+        ),
     ]
     console = Console(record=True, width=160)
     render_waterfall([], spans=spans, console=console)

@@ -32,7 +32,7 @@ connection = config.attributes.get("connection")
 if connection is not None:
     _run(connection)
 else:
-    from orchestrator.config import Settings
+    from orchestrator.core.config import Settings
 
     engine = create_engine(config.get_main_option("sqlalchemy.url") or Settings().database_url)
     with engine.begin() as conn:

@@ -36,6 +36,9 @@ class Settings(BaseSettings):
         description="where the signing key is created (0600) when PRESSROOM_SECRET is unset",
     )
     destination_timeout: float = Field(default=10.0, gt=0)
+    # At most this many publish calls in flight to one destination per worker process;
+    # a saga's destinations are published concurrently.
+    destination_concurrency: int = Field(default=4, ge=1, le=64)
     lease_seconds: float = Field(default=60.0, gt=0)
     max_attempts: int = Field(default=5, ge=1, description="lease recoveries before a saga fails")
     approval_ttl: float = Field(default=24 * 3600.0, gt=0, description="default approval expiry, seconds")
@@ -115,7 +118,7 @@ class Settings(BaseSettings):
     def _duration(cls, value: object) -> object:
         if value is None or value == "":
             return None
-        from orchestrator.durations import seconds
+        from orchestrator.core.durations import seconds
 
         try:
             return seconds(value if isinstance(value, int | float) else str(value))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
-from orchestrator.errors import InvalidInput
+from orchestrator.core.errors import InvalidInput
 
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 _PATTERN = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*")

@@ -43,8 +43,8 @@ from sqlalchemy.sql import ColumnElement
 from sqlmodel import Session
 
 from orchestrator.store.db import unit_of_work
+from orchestrator.store.outbox_tables import InboxRow, OutboxRow
 from orchestrator.store.tables import CheckpointRow, EventRow, LedgerRow, SagaRow, WorkRow
-from outbox.tables import InboxRow, OutboxRow
 from sagas.machine import TERMINAL
 from telemetry import metrics
 
