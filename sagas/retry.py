@@ -61,6 +61,10 @@ def _retry_failed(uow: UnitOfWork, runner: SagaRunner, dispatch: Dispatch, saga:
     ]
     for step in again:
         rearm(uow, runner.store, step, actor=actor, reason=f"retried by {actor}")
+    for step in records.steps(s, saga.id):
+        if step.state == StepState.KEPT:
+            # A person confirmed it stayed live: it counts as published, and is undone if this run fails.
+            set_step(s, step, StepState.DONE, actor=actor)
     _retried(uow, saga, SagaEvent.RETRIED, actor, [st.uri for st in again])
     resume(dispatch, uow, saga)
     return "execution"

@@ -22,7 +22,9 @@ Modes (what a POST does; GET and DELETE behave normally unless noted):
   mode when the server is built with `status=False`).
 
 GET with the header: 200 and the receipt, or 404. DELETE with the header:
-200 and forget the key (a later POST applies again), or 404.
+200 and forget the key (a later POST applies again), or 404. `delete_mode`
+breaks the undo on its own: `refuse` answers 409 (a definite "not done") and
+deletes nothing; `stall` deletes, then holds the answer like a stalled POST.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ class WebhookServer:
         self._mode: Mode = "normal"
         self.set_mode(mode)
         self.stall_seconds = stall_seconds
+        self.delete_mode: Literal["normal", "refuse", "stall"] = "normal"
         self.requests: Counter[str] = Counter()
         self.received: list[Received] = []
         self.status_supported = status  # False: GET answers 501 whatever the mode
@@ -149,6 +152,8 @@ class WebhookServer:
 
     def _delete(self, key: str) -> tuple[int, dict[str, Any]]:
         with self._lock:
+            if self.delete_mode == "refuse":
+                return 409, {"error": "the undo is refused here"}
             if key not in self.applied:
                 return 404, {"error": "unknown key"}
             del self.applied[key]
@@ -204,7 +209,11 @@ class _Handler(BaseHTTPRequestHandler):
     def do_DELETE(self) -> None:
         key, _ = self._read("DELETE")
         if key is not None:
-            self._answer(*self.server.hook._delete(key))
+            answer = self.server.hook._delete(key)
+            hook = self.server.hook
+            if hook.delete_mode == "stall":
+                hook._released.wait(hook.stall_seconds)
+            self._answer(*answer)
 
     def _read(self, method: str) -> tuple[str | None, Any]:
         length = int(self.headers.get("Content-Length") or 0)
