@@ -41,3 +41,40 @@ def test_prune_and_dead_letters_need_the_operator_role(sqlite_people: People, co
     one_line_error(missing)
     claimed = p.run("prune", "--older-than", "1d", "--as", "dana", token=p.tokens["olga"])
     assert claimed.returncode == 2, claimed.stderr  # --as must name the caller
+
+
+def test_retry_fork_and_cancel_through_the_console_script(sqlite_people: People, corpus: Path) -> None:
+    """Operators retry, fork and cancel; everyone else is refused; each refusal is one line."""
+    p = sqlite_people
+    p.add("admin", "admin", by=None)
+    p.add("dana", "author")
+    p.add("erin", "reviewer")
+    p.add("olga", "operator")
+    saga = p.submit(corpus, f"site:{p.cli.cwd / 'site'}", p.tokens["dana"])
+    sid = saga["saga_id"]
+
+    for args in (["retry", sid], ["fork", sid, "--version", "1"], ["cancel", sid]):
+        refused = p.run(*args, token=p.tokens["dana"])
+        assert refused.returncode == 4 and "needs the role operator" in refused.stderr, (args, refused.stderr)
+        one_line_error(refused)
+
+    not_failed = p.run("retry", sid, token=p.tokens["olga"])
+    assert not_failed.returncode == 4 and "cannot retry a saga that is ready-for-review" in not_failed.stderr
+    one_line_error(not_failed)
+    missing = p.run("fork", sid, "--version", "7", token=p.tokens["olga"])
+    assert missing.returncode == 3, missing.stderr
+    one_line_error(missing)
+    bad = p.run("fork", sid, "--version", "one", token=p.tokens["olga"])
+    assert bad.returncode == 2, bad.stderr
+
+    forked = p.json("fork", sid, "--version", "1", token=p.tokens["olga"])
+    assert forked["state"] == "ready-for-review" and forked["saga_id"] != sid
+    assert forked["version_digest"] == saga["version_digest"]
+    own = p.run("approve", forked["saga_id"], "--version", "1", token=p.tokens["olga"])
+    assert own.returncode == 4, own.stderr  # not a reviewer, and the one who forked it
+
+    cancelled = p.json("cancel", sid, token=p.tokens["olga"])
+    assert cancelled["state"] == "cancelled" and cancelled["cancel"] == "cancelled"
+    again = p.run("cancel", sid, token=p.tokens["olga"])
+    assert again.returncode == 4 and "cannot cancel a saga that is cancelled" in again.stderr
+    one_line_error(again)

@@ -31,8 +31,9 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
@@ -48,6 +49,7 @@ class Received:
     path: str
     key: str | None
     body: Any
+    at: float = field(default_factory=time.monotonic)  # when the server read it
 
 
 class WebhookServer:
