@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
+from orchestrator.core.clock import Clock
 from orchestrator.core.config import Settings
 from orchestrator.core.errors import InvalidInput, NotFound, Refused, RetryLater
 from orchestrator.core.routing import queue_of
@@ -55,6 +56,7 @@ class App:
     signing_key: bytes
     people: SqlPeopleStore
     runner: SagaRunner
+    clock: Clock
     handlers: dict[str, Handler] = field(default_factory=dict)
     relay: Relay | None = None
     # The corpus indexes research and review share (set by `build_app`).

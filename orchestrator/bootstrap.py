@@ -14,7 +14,7 @@ from functools import partial
 from pydantic import BaseModel, ConfigDict
 
 from orchestrator.app import App
-from orchestrator.core.clock import SYSTEM_CLOCK
+from orchestrator.core.clock import SYSTEM_CLOCK, Clock
 from orchestrator.core.config import Settings
 from orchestrator.core.routing import DRAFT, PUBLISH, RESEARCH, REVIEW
 from orchestrator.harness.engine import Harness
@@ -76,6 +76,7 @@ def build_app(
     extra_tools: list[ToolSpec] | None = None,
     memory_destinations: bool = False,
     indexes: CorpusIndexes | None = None,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> App:
     from roles.handlers import RolePorts, draft_handler, research_handler, review_handler
     from roles.tools import role_tools
@@ -106,7 +107,7 @@ def build_app(
         tools=harness,
         store=store,
         signing_key=key,
-        clock=SYSTEM_CLOCK,
+        clock=clock,
         renew=lambda work_id, holder: renew_lease(engine, work_id, holder, settings.lease_seconds),
         limits=DestinationLimits(settings.destination_concurrency),
         pause=time.sleep,
@@ -118,6 +119,7 @@ def build_app(
         store=store,
         harness=harness,
         runner=runner,
+        clock=clock,
         broker=broker,
         outbox=Outbox(engine, broker),
         signing_key=key,

@@ -9,7 +9,7 @@ passed in (`now`) where a test needs to move it.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func
@@ -19,7 +19,6 @@ from orchestrator import retention
 from orchestrator.app import App
 from orchestrator.core.durations import parse_duration
 from orchestrator.core.routing import TASKS, queue_of
-from orchestrator.harness.approvals import ApprovalRequest, refusal, session_for
 from orchestrator.harness.principals import Permission, Principal, require
 from orchestrator.people import as_principal
 from orchestrator.store import dead_letters
@@ -27,9 +26,10 @@ from orchestrator.store.db import unit_of_work
 from orchestrator.store.harness_store import add_event
 from orchestrator.store.tables import SagaRow
 from orchestrator.store.work import abandon_open_work
-from sagas import records
+from sagas import decider, records
 from sagas.machine import SagaEvent, SagaState
 from sagas.reducer import PRUNED, snapshot_detail, stored_view
+from sagas.runner import approval_refusal
 from telemetry import names
 
 SWEEPER = "sweeper"
@@ -57,7 +57,7 @@ def prune(
         app.engine,
         older_than=age,
         reconcile_window=timedelta(seconds=app.settings.reconcile_window),
-        now=now or datetime.now(UTC),
+        now=now or app.clock.now(),
         dry_run=dry_run,
         snapshot=write_prune_snapshots,
     )
@@ -72,7 +72,7 @@ def scheduled_prune(app: App, schedule: retention.RetentionSchedule) -> int:
         app.engine,
         older_than=timedelta(seconds=app.settings.retention),
         reconcile_window=timedelta(seconds=app.settings.reconcile_window),
-        now=datetime.now(UTC),
+        now=app.clock.now(),
         snapshot=write_prune_snapshots,
     )
     return sum(report.rows.values())
@@ -135,7 +135,7 @@ def requeue_dead_letter(app: App, dead_id: str, *, actor: Principal | str) -> di
 
 def sweep_lapsed_approvals(app: App, now: datetime | None = None) -> int:
     """`approved` sagas whose approval no longer holds go back to ready-for-review."""
-    moment = now or datetime.now(UTC)
+    moment = now or app.clock.now()
     with Session(app.engine) as s:
         ids = list(s.exec(select(SagaRow.id).where(col(SagaRow.state) == SagaState.APPROVED.value)).all())
     moved = 0
@@ -155,21 +155,20 @@ def sweep_lapsed_approvals(app: App, now: datetime | None = None) -> int:
 
 
 def _lapsed(app: App, saga: SagaRow, digest: str, now: datetime) -> str | None:
-    session = session_for(saga.id, saga.run)
-    want = ApprovalRequest(
-        saga_id=saga.id,
-        version_digest=digest,
-        destination=saga.destinations[0],
-        session=session,
-        execution=session,
+    """The decider's word on an approved saga at `now`: the lapse reason, or None."""
+    why = approval_refusal(app.store.find_approval(saga.id, digest), saga, digest, app.signing_key, now)
+    command = decider.next_command(
+        decider.Saga(state=SagaState.APPROVED, destinations=tuple(saga.destinations), approval_refusal=why),
+        (),
     )
-    why = refusal(app.store.find_approval(saga.id, digest), want, key=app.signing_key, now=now)
-    return f"approval lapsed before publishing: {why}" if why else None
+    if isinstance(command, decider.Transition) and command.event is SagaEvent.APPROVAL_LAPSED:
+        return command.reason
+    return None
 
 
 def count_overdue_reviews(app: App, now: Callable[[], datetime] | None = None) -> Callable[[], int]:
     """A callback for the `pressroom.reviews.overdue` gauge (the relay registers it)."""
-    clock = now or (lambda: datetime.now(UTC))
+    clock = now or app.clock.now
 
     def count() -> int:
         if app.settings.review_reminder is None:

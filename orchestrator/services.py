@@ -282,7 +282,7 @@ def _approve(
         why = self_approval(who, _parties(s, saga))
         if why:
             raise SelfApproval(why, saga_id=saga.id, principal_id=who.id)
-        now = utcnow()
+        now = app.clock.now()
         binding = ApprovalBinding(
             saga_id=saga.id,
             version=version,

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from sqlmodel import Session
@@ -152,7 +153,7 @@ class SagaRunner:
         why = None
         if saga.state == SagaState.APPROVED:
             why = approval_refusal(
-                self.store.find_approval(saga.id, digest), saga, digest, self.signing_key, self.clock
+                self.store.find_approval(saga.id, digest), saga, digest, self.signing_key, self.clock.now()
             )
         return decider.Saga(
             state=SagaState(saga.state),
@@ -287,7 +288,7 @@ def rearm(uow: UnitOfWork, store: HarnessStore, step: StepRow, *, actor: str, re
 
 
 def approval_refusal(
-    approval: ApprovalView | None, saga: SagaRow, digest: str, key: bytes, clock: Clock
+    approval: ApprovalView | None, saga: SagaRow, digest: str, key: bytes, now: datetime
 ) -> str | None:
     """Why the saga's approval can no longer start an execution, if it cannot."""
     session = session_for(saga.id, saga.run)
@@ -298,7 +299,7 @@ def approval_refusal(
         session=session,
         execution=session,
     )
-    return refusal(approval, want, key=key, now=clock.now())
+    return refusal(approval, want, key=key, now=now)
 
 
 def call_tool(tools: ToolPath, caller: Caller, tool: str, saga_id: str, uri: str, digest: str) -> ToolResult:

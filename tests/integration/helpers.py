@@ -8,10 +8,11 @@ from typing import Any
 from orchestrator import services
 from orchestrator.app import App
 from orchestrator.bootstrap import build_app
+from orchestrator.core.clock import SYSTEM_CLOCK, Clock
 from orchestrator.core.config import Settings
 
 
-def make_app(db_url: str, tmp_path: Path, **settings: Any) -> App:
+def make_app(db_url: str, tmp_path: Path, *, clock: Clock = SYSTEM_CLOCK, **settings: Any) -> App:
     values: dict[str, Any] = {
         "database_url": db_url,
         "broker_url": "inline://",
@@ -20,7 +21,7 @@ def make_app(db_url: str, tmp_path: Path, **settings: Any) -> App:
         "secret_file": tmp_path / "secret",
     }
     values.update(settings)
-    return build_app(Settings(**values), memory_destinations=True)
+    return build_app(Settings(**values), memory_destinations=True, clock=clock)
 
 
 def ready_saga(

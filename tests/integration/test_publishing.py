@@ -4,11 +4,13 @@ server, on SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import hashlib
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from orchestrator import services
+from orchestrator.core.clock import ManualClock
 from orchestrator.core.errors import InvalidInput, Refused
 from orchestrator.store.outbox_tables import OutboxRow
 from outbox.messages import Envelope
@@ -173,14 +175,13 @@ def test_edit_after_approval_voids_it_and_nothing_publishes_until_v2_is_approved
 def test_expired_approval_sends_the_saga_back_for_a_new_one(
     db_url: str, tmp_path: Path, corpus: Path
 ) -> None:
-    held = make_app(db_url, tmp_path, broker_url="none://")
+    clock = ManualClock(datetime.now(UTC))
+    held = make_app(db_url, tmp_path, broker_url="none://", clock=clock)
     saga = ready_saga(make_app(db_url, tmp_path), corpus, ["memory:late"])
     sid = saga["saga_id"]
     services.approve(held, sid, version=1, actor="erin", expires_in="1s")
-    import time
-
-    time.sleep(1.2)  # the approval's expiry is wall-clock time; nothing asserts on speed
-    app = make_app(db_url, tmp_path)
+    clock.advance(2)  # the approval expires on the clock the app is given: no waiting
+    app = make_app(db_url, tmp_path, clock=clock)
     assert app.relay is not None
     app.relay.run_once()
     app.drain()
