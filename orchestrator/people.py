@@ -94,6 +94,11 @@ def as_principal(people: PeopleStore, actor: Principal | str) -> Principal:
         raise InvalidInput("--as needs a person's name (1-64 visible characters)") from None
 
 
+def permitted(people: PeopleStore, actor: Principal | str, permission: Permission) -> Principal:
+    """The caller as a principal holding `permission` (a bare name only in open mode)."""
+    return require(as_principal(people, actor), permission)
+
+
 # -- users --------------------------------------------------------------------------
 def add_user(people: PeopleStore, caller: Principal | None, name: str, roles: Iterable[str]) -> Issued:
     """Add a user. The first user must hold admin and needs no caller; later ones need an admin."""

@@ -2,51 +2,43 @@
 
 Each mutating use case is one unit of work: the state change, its events and
 its outgoing messages commit together (invariant 8). With the in-process
-broker, queued work is delivered before the call returns.
+broker, queued work is delivered before the call returns. The read use cases
+live in `orchestrator.reads` and `submit` in `orchestrator.submission`; they
+are named here too, so every entry point calls one module.
 """
 
 from __future__ import annotations
 
-import difflib
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
-from orchestrator import paging, views
-from orchestrator.app import App, saga_span
+from orchestrator import views
+from orchestrator.app import App
 from orchestrator.core import durations
 from orchestrator.core.errors import (
     InvalidInput,
-    NotFound,
     PolicyRefused,
     Refused,
     SelfApproval,
     StaleVersion,
 )
-from orchestrator.core.routing import DRAFT, PUBLISH, RESEARCH, REVIEW
+from orchestrator.core.routing import DRAFT, PUBLISH, REVIEW
 from orchestrator.harness.approvals import ApprovalBinding, mint, session_for
 from orchestrator.harness.capabilities import ROLE_CAPABILITIES
 from orchestrator.harness.links import LinkPolicy, describe, foreign_links
-from orchestrator.harness.principals import Party, Permission, Principal, acting, require, self_approval
-from orchestrator.people import as_principal
-from orchestrator.store import submit_requests
+from orchestrator.harness.principals import Party, Permission, Principal, acting, self_approval
+from orchestrator.people import permitted
+from orchestrator.reads import diff, history, show, status
 from orchestrator.store.db import unit_of_work
-from orchestrator.store.harness_store import add_event, approval_row
-from orchestrator.store.tables import SagaRow, utcnow
+from orchestrator.store.harness_store import approval_row
+from orchestrator.store.tables import SagaRow
+from orchestrator.submission import MAX_BRIEF, index_corpus, refresh_index, submit
 from sagas import records
-from sagas.destinations.registry import normalise_destination, parse_destination
 from sagas.machine import SagaEvent, SagaState
 from telemetry import metrics, propagation, spans
-
-MAX_BRIEF = 4000
-
-
-def _person(app: App, actor: Principal | str, permission: Permission) -> Principal:
-    """The caller as a principal holding `permission` (a bare name only in open mode)."""
-    return require(as_principal(app.people, actor), permission)
 
 
 def _parties(s: Session, saga: SagaRow) -> list[Party]:
@@ -59,208 +51,15 @@ def _parties(s: Session, saga: SagaRow) -> list[Party]:
     return parties
 
 
-def _within(roots: list[Path], path: Path, what: str) -> None:
-    """With PRESSROOM_ALLOWED_ROOTS set, refuse a path outside every root."""
-    if not roots:
-        return
-    resolved = path.resolve()
-    if not any(resolved == r or r in resolved.parents for r in roots):
-        raise InvalidInput(f"{what} {path} is outside the allowed roots (PRESSROOM_ALLOWED_ROOTS)")
-
-
 def parse_duration(text: str) -> timedelta:
     """`90`, `90s`, `30m`, `2h`, `1d` → a positive timedelta."""
     return durations.parse_duration(text)
 
 
-def submit(
-    app: App,
-    *,
-    brief: str,
-    corpus: str,
-    destinations: list[str],
-    actor: Principal | str,
-    request_id: str | None = None,
-) -> dict[str, Any]:
-    """Start a saga. With `request_id`, a retry returns the saga the first call made
-    (`"replayed": true`) instead of making another."""
-    who = _person(app, actor, Permission.SUBMIT)
-    with acting(who):
-        return _submit(
-            app, brief=brief, corpus=corpus, destinations=destinations, who=who, request_id=request_id
-        )
-
-
-def _submit(
-    app: App, *, brief: str, corpus: str, destinations: list[str], who: Principal, request_id: str | None
-) -> dict[str, Any]:
-    brief = (brief or "").strip()
-    if not brief:
-        raise InvalidInput("the brief is empty")
-    if len(brief) > MAX_BRIEF:
-        raise InvalidInput(f"the brief is longer than {MAX_BRIEF} characters")
-    root = Path(corpus).expanduser()
-    if root.exists() and not root.is_dir():
-        raise InvalidInput(f"--corpus {corpus} is a file, not a folder of .md/.txt sources")
-    if not root.is_dir():
-        raise InvalidInput(f"corpus folder not found: {corpus}")
-    if not destinations:
-        raise InvalidInput("at least one --dest is needed")
-    roots = app.settings.roots()
-    _within(roots, root, "corpus folder")
-    destinations = [normalise_destination(u, allow_memory=app.memory_destinations) for u in destinations]
-    for uri in destinations:
-        scheme, target = parse_destination(uri)
-        if scheme in ("site", "git"):
-            _within(roots, Path(target).expanduser(), "destination")
-    if len(set(destinations)) != len(destinations):
-        raise InvalidInput("a destination is named twice")
-    digest = ""
-    if request_id is not None:
-        request_id = submit_requests.check_request_id(request_id)
-        digest = submit_requests.args_digest(
-            brief=brief, corpus=str(root.resolve()), destinations=list(destinations), actor=who.id
-        )
-        with Session(app.engine) as s:
-            made = submit_requests.find(s, request_id, digest)
-        if made is not None:
-            return {**status(app, made), "request_id": request_id, "replayed": True}
-    try:
-        saga_id = _start_saga(app, brief, root, destinations, who, request_id, digest)
-    except IntegrityError:
-        if request_id is None:
-            raise
-        with Session(app.engine) as s:  # a twin of this request committed first
-            made = submit_requests.find(s, request_id, digest)
-        if made is None:
-            raise
-        return {**status(app, made), "request_id": request_id, "replayed": True}
-    app.drain()
-    out = status(app, saga_id)
-    return {**out, "request_id": request_id, "replayed": False} if request_id else out
-
-
-def _start_saga(
-    app: App,
-    brief: str,
-    root: Path,
-    destinations: list[str],
-    who: Principal,
-    request_id: str | None,
-    digest: str,
-) -> str:
-    actor = who.display
-    submitted = utcnow()
-    indexed = refresh_index(app, root)  # research then reads nothing this walk saw unchanged
-    with unit_of_work(app.engine) as uow:
-        saga = SagaRow(
-            brief=brief,
-            corpus=str(root.resolve()),
-            destinations=list(destinations),
-            state=SagaState.PREPARING.value,
-            created_by=actor,
-            created_by_id=who.id,
-            created_at=submitted,
-        )
-        with saga_span("submit", saga):
-            # The saga's trace starts here; every later message and command joins it.
-            saga.trace_context = propagation.inject_context()
-            uow.session.add(saga)
-            uow.session.flush()
-            add_event(
-                uow.session,
-                saga_id=saga.id,
-                actor=actor,
-                kind="saga",
-                status="submitted",
-                detail={"destinations": destinations, "corpus": saga.corpus, "index": indexed},
-            )
-            app.dispatch(
-                uow,
-                saga_id=saga.id,
-                task=RESEARCH,
-                capabilities=tuple(sorted(ROLE_CAPABILITIES["researcher"])),
-            )
-            if request_id is not None:
-                submit_requests.record(uow.session, request_id, saga.id, digest)
-        return saga.id
-
-
-def refresh_index(app: App, root: Path) -> dict[str, int]:
-    """Bring the corpus index of `root` up to date; counts of files added, changed, removed, unchanged."""
-    if app.indexes is None:
-        return {}
-    done = app.indexes.for_corpus(root).refresh()
-    return {
-        "added": len(done.added),
-        "changed": len(done.changed),
-        "removed": len(done.removed),
-        "unchanged": done.unchanged,
-    }
-
-
-def index_corpus(app: App, corpus: str) -> dict[str, Any]:
-    """`pressroom index`: build or refresh the index of one corpus folder."""
-    root = Path(corpus).expanduser()
-    if not root.is_dir():
-        raise InvalidInput(f"corpus folder not found: {corpus}")
-    _within(app.settings.roots(), root, "corpus folder")
-    if app.indexes is None:
-        raise InvalidInput("this app has no corpus index")
-    return app.indexes.for_corpus(root).refresh().summary()
-
-
-def status(
-    app: App,
-    saga_id: str | None = None,
-    *,
-    limit: int | None = None,
-    after: str | None = None,
-    waiting: bool = False,
-) -> dict[str, Any]:
-    """One saga, or a page of sagas (`paging.list_sagas`); `waiting`: only those in
-    ready-for-review longer than PRESSROOM_REVIEW_REMINDER (all of them when unset)."""
-    with Session(app.engine) as s:
-        if saga_id is None:
-            since = utcnow() - timedelta(seconds=app.settings.review_reminder or 0) if waiting else None
-            return paging.list_sagas(s, limit=limit, after=after, waiting_since=since)
-        if limit is not None or after or waiting:
-            raise InvalidInput("--limit, --after and --waiting list sagas; leave out the saga id")
-        return views.saga_status(s, records.find_saga(s, saga_id))
-
-
-def show(app: App, saga_id: str, version: int | None = None) -> dict[str, Any]:
-    with Session(app.engine) as s:
-        saga = records.find_saga(s, saga_id)
-        number = version if version is not None else saga.head_version
-        if number == 0:
-            raise NotFound(f"saga {saga.id} has no version yet ({saga.state})")
-        return views.version_view(s, saga, records.version(s, saga.id, number))
-
-
-def diff(app: App, saga_id: str, a: int, b: int) -> str:
-    with Session(app.engine) as s:
-        saga = records.find_saga(s, saga_id)
-        va, vb = records.version(s, saga.id, a), records.version(s, saga.id, b)
-        lines = difflib.unified_diff(
-            va.markdown.splitlines(keepends=True),
-            vb.markdown.splitlines(keepends=True),
-            fromfile=f"v{a} {va.digest[:12]}",
-            tofile=f"v{b} {vb.digest[:12]}",
-        )
-        return "".join(lines)
-
-
-def history(app: App, saga_id: str) -> dict[str, Any]:
-    with Session(app.engine) as s:
-        saga = records.find_saga(s, saga_id)
-        return {"saga_id": saga.id, "events": views.events(s, saga.id)}
-
-
 def approve(
     app: App, saga_id: str, *, version: int, actor: Principal | str, expires_in: str | None = None
 ) -> dict[str, Any]:
-    who = _person(app, actor, Permission.APPROVE)
+    who = permitted(app.people, actor, Permission.APPROVE)
     with acting(who):
         return _approve(app, saga_id, version=version, who=who, expires_in=expires_in)
 
@@ -334,7 +133,7 @@ def _approve(
 
 
 def reject(app: App, saga_id: str, *, actor: Principal | str, reason: str) -> dict[str, Any]:
-    who = _person(app, actor, Permission.REJECT)
+    who = permitted(app.people, actor, Permission.REJECT)
     with acting(who):
         return _reject(app, saga_id, actor=who.display, reason=reason)
 
@@ -363,7 +162,7 @@ def _reject(app: App, saga_id: str, *, actor: str, reason: str) -> dict[str, Any
 
 
 def edit(app: App, saga_id: str, *, path: str, actor: Principal | str) -> dict[str, Any]:
-    who = _person(app, actor, Permission.EDIT)
+    who = permitted(app.people, actor, Permission.EDIT)
     with acting(who):
         return _edit(app, saga_id, path=path, who=who)
 
@@ -418,7 +217,7 @@ def cancel(app: App, saga_id: str, *, actor: Principal | str) -> dict[str, Any]:
     """Cancel; while executing, the runner stops before its next step and undoes what it published."""
     from sagas.reconcile import cancel_saga
 
-    who = _person(app, actor, Permission.CANCEL)
+    who = permitted(app.people, actor, Permission.CANCEL)
     sid = _saga_id(app, saga_id)
     with acting(who):
         done = cancel_saga(app.runner, sid, actor=who.display)
@@ -431,7 +230,7 @@ def reconcile(
 ) -> dict[str, Any]:
     from sagas.reconcile import reconcile_step
 
-    who = _person(app, actor, Permission.RECONCILE)
+    who = permitted(app.people, actor, Permission.RECONCILE)
     if outcome not in ("confirmed", "absent"):
         raise InvalidInput("--outcome must be confirmed or absent")
     if not (reason or "").strip():
@@ -455,7 +254,7 @@ def retry(app: App, saga_id: str, *, actor: Principal | str) -> dict[str, Any]:
     """A failed saga runs again from its last good point (same keys); a failed undo runs again."""
     from sagas.retry import retry_saga
 
-    who = _person(app, actor, Permission.RETRY)
+    who = permitted(app.people, actor, Permission.RETRY)
     sid = _saga_id(app, saga_id)
     with acting(who):
         what = retry_saga(app.runner, app.dispatch, sid, actor=who.display)
@@ -467,7 +266,7 @@ def fork(app: App, saga_id: str, *, version: int, actor: Principal | str) -> dic
     """A new saga at ready-for-review with that version's bytes."""
     from sagas.retry import fork_saga
 
-    who = _person(app, actor, Permission.FORK)
+    who = permitted(app.people, actor, Permission.FORK)
     sid = _saga_id(app, saga_id)
     with acting(who):
         new = fork_saga(app.runner, sid, version=version, actor=who.display, actor_id=who.id)
@@ -480,6 +279,9 @@ def _saga_id(app: App, prefix: str) -> str:
 
 
 __all__ = [
+    "refresh_index",
+    "index_corpus",
+    "MAX_BRIEF",
     "approve",
     "cancel",
     "diff",

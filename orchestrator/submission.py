@@ -1,0 +1,178 @@
+"""`submit`: a brief, a corpus and destinations in; a saga preparing, its research queued.
+
+With a request id, a retried submit returns the saga the first one made.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session
+
+from orchestrator.app import App, saga_span
+from orchestrator.core.errors import InvalidInput
+from orchestrator.core.routing import RESEARCH
+from orchestrator.harness.capabilities import ROLE_CAPABILITIES
+from orchestrator.harness.principals import Permission, Principal, acting
+from orchestrator.people import permitted
+from orchestrator.reads import status
+from orchestrator.store import submit_requests
+from orchestrator.store.db import unit_of_work
+from orchestrator.store.harness_store import add_event
+from orchestrator.store.tables import SagaRow, utcnow
+from sagas.destinations.registry import normalise_destination, parse_destination
+from sagas.machine import SagaState
+from telemetry import propagation
+
+MAX_BRIEF = 4000
+
+
+def _within(roots: list[Path], path: Path, what: str) -> None:
+    """With PRESSROOM_ALLOWED_ROOTS set, refuse a path outside every root."""
+    if not roots:
+        return
+    resolved = path.resolve()
+    if not any(resolved == r or r in resolved.parents for r in roots):
+        raise InvalidInput(f"{what} {path} is outside the allowed roots (PRESSROOM_ALLOWED_ROOTS)")
+
+
+def submit(
+    app: App,
+    *,
+    brief: str,
+    corpus: str,
+    destinations: list[str],
+    actor: Principal | str,
+    request_id: str | None = None,
+) -> dict[str, Any]:
+    """Start a saga. With `request_id`, a retry returns the saga the first call made
+    (`"replayed": true`) instead of making another."""
+    who = permitted(app.people, actor, Permission.SUBMIT)
+    with acting(who):
+        return _submit(
+            app, brief=brief, corpus=corpus, destinations=destinations, who=who, request_id=request_id
+        )
+
+
+def _submit(
+    app: App, *, brief: str, corpus: str, destinations: list[str], who: Principal, request_id: str | None
+) -> dict[str, Any]:
+    brief = (brief or "").strip()
+    if not brief:
+        raise InvalidInput("the brief is empty")
+    if len(brief) > MAX_BRIEF:
+        raise InvalidInput(f"the brief is longer than {MAX_BRIEF} characters")
+    root = Path(corpus).expanduser()
+    if root.exists() and not root.is_dir():
+        raise InvalidInput(f"--corpus {corpus} is a file, not a folder of .md/.txt sources")
+    if not root.is_dir():
+        raise InvalidInput(f"corpus folder not found: {corpus}")
+    if not destinations:
+        raise InvalidInput("at least one --dest is needed")
+    roots = app.settings.roots()
+    _within(roots, root, "corpus folder")
+    destinations = [normalise_destination(u, allow_memory=app.memory_destinations) for u in destinations]
+    for uri in destinations:
+        scheme, target = parse_destination(uri)
+        if scheme in ("site", "git"):
+            _within(roots, Path(target).expanduser(), "destination")
+    if len(set(destinations)) != len(destinations):
+        raise InvalidInput("a destination is named twice")
+    digest = ""
+    if request_id is not None:
+        request_id = submit_requests.check_request_id(request_id)
+        digest = submit_requests.args_digest(
+            brief=brief, corpus=str(root.resolve()), destinations=list(destinations), actor=who.id
+        )
+        with Session(app.engine) as s:
+            made = submit_requests.find(s, request_id, digest)
+        if made is not None:
+            return {**status(app, made), "request_id": request_id, "replayed": True}
+    try:
+        saga_id = _start_saga(app, brief, root, destinations, who, request_id, digest)
+    except IntegrityError:
+        if request_id is None:
+            raise
+        with Session(app.engine) as s:  # a twin of this request committed first
+            made = submit_requests.find(s, request_id, digest)
+        if made is None:
+            raise
+        return {**status(app, made), "request_id": request_id, "replayed": True}
+    app.drain()
+    out = status(app, saga_id)
+    return {**out, "request_id": request_id, "replayed": False} if request_id else out
+
+
+def _start_saga(
+    app: App,
+    brief: str,
+    root: Path,
+    destinations: list[str],
+    who: Principal,
+    request_id: str | None,
+    digest: str,
+) -> str:
+    actor = who.display
+    submitted = utcnow()
+    indexed = refresh_index(app, root)  # research then reads nothing this walk saw unchanged
+    with unit_of_work(app.engine) as uow:
+        saga = SagaRow(
+            brief=brief,
+            corpus=str(root.resolve()),
+            destinations=list(destinations),
+            state=SagaState.PREPARING.value,
+            created_by=actor,
+            created_by_id=who.id,
+            created_at=submitted,
+        )
+        with saga_span("submit", saga):
+            # The saga's trace starts here; every later message and command joins it.
+            saga.trace_context = propagation.inject_context()
+            uow.session.add(saga)
+            uow.session.flush()
+            add_event(
+                uow.session,
+                saga_id=saga.id,
+                actor=actor,
+                kind="saga",
+                status="submitted",
+                detail={"destinations": destinations, "corpus": saga.corpus, "index": indexed},
+            )
+            app.dispatch(
+                uow,
+                saga_id=saga.id,
+                task=RESEARCH,
+                capabilities=tuple(sorted(ROLE_CAPABILITIES["researcher"])),
+            )
+            if request_id is not None:
+                submit_requests.record(uow.session, request_id, saga.id, digest)
+        return saga.id
+
+
+def refresh_index(app: App, root: Path) -> dict[str, int]:
+    """Bring the corpus index of `root` up to date; counts of files added, changed, removed, unchanged."""
+    if app.indexes is None:
+        return {}
+    done = app.indexes.for_corpus(root).refresh()
+    return {
+        "added": len(done.added),
+        "changed": len(done.changed),
+        "removed": len(done.removed),
+        "unchanged": done.unchanged,
+    }
+
+
+def index_corpus(app: App, corpus: str) -> dict[str, Any]:
+    """`pressroom index`: build or refresh the index of one corpus folder."""
+    root = Path(corpus).expanduser()
+    if not root.is_dir():
+        raise InvalidInput(f"corpus folder not found: {corpus}")
+    _within(app.settings.roots(), root, "corpus folder")
+    if app.indexes is None:
+        raise InvalidInput("this app has no corpus index")
+    return app.indexes.for_corpus(root).refresh().summary()
+
+
+__all__ = ["MAX_BRIEF", "index_corpus", "refresh_index", "submit"]
