@@ -102,8 +102,15 @@ class Findings:
 
     @property
     def ok(self) -> bool:
-        return not (self.lost or self.stuck or self.duplicates or self.unauthorized or self.orphans
-                    or self.missing or self.unresolved)
+        return not (
+            self.lost
+            or self.stuck
+            or self.duplicates
+            or self.unauthorized
+            or self.orphans
+            or self.missing
+            or self.unresolved
+        )
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -116,15 +123,24 @@ def check(records: Records) -> Findings:
     final = {s.saga_id: s for s in records.final}
     f.states_settled = dict(Counter(s.state for s in records.settled))
     f.states_final = dict(Counter(s.state for s in records.final))
-    f.lost = sorted(sub.request_id for sub in records.submissions if sub.saga_id is None or sub.saga_id not in final)
-    f.stuck = [{"saga_id": s.saga_id, "state": s.state, "reason": s.reason}
-               for s in records.settled if s.state not in SETTLED]
+    f.lost = sorted(
+        sub.request_id for sub in records.submissions if sub.saga_id is None or sub.saga_id not in final
+    )
+    f.stuck = [
+        {"saga_id": s.saga_id, "state": s.state, "reason": s.reason}
+        for s in records.settled
+        if s.state not in SETTLED
+    ]
     f.effect_unknown = sum(1 for s in records.settled if s.state == "effect-unknown")
     f.reconciled = dict(Counter(outcome for _, _, outcome in records.reconciled))
     touched = {sid for sid, _, _ in records.reconciled} | {
-        s.saga_id for s in records.settled if s.state == "effect-unknown"}
-    f.unresolved = [{"saga_id": sid, "state": final[sid].state if sid in final else None}
-                    for sid in sorted(touched) if sid not in final or final[sid].state not in TERMINAL]
+        s.saga_id for s in records.settled if s.state == "effect-unknown"
+    }
+    f.unresolved = [
+        {"saga_id": sid, "state": final[sid].state if sid in final else None}
+        for sid in sorted(touched)
+        if sid not in final or final[sid].state not in TERMINAL
+    ]
     f.effects_applied = sum(1 for e in records.effects if e.kind == "apply")
     f.effects_undone = sum(1 for e in records.effects if e.kind == "undo")
     f.duplicates = _duplicates(records)
@@ -144,7 +160,7 @@ def _duplicates(records: Records) -> list[dict[str, Any]]:
         if n > 1:
             out.append({"uri": uri, "key": key, "applies": n, "why": "key applied more than once"})
     live_per_saga: dict[tuple[str, str | None], list[str]] = defaultdict(list)
-    for (uri, key) in sorted(records.live):
+    for uri, key in sorted(records.live):
         saga = records.ledger.get(key)
         live_per_saga[(uri, saga)].append(key)
     for (uri, saga), keys in sorted(live_per_saga.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
@@ -154,22 +170,31 @@ def _duplicates(records: Records) -> list[dict[str, Any]]:
 
 
 def _unauthorized(records: Records) -> list[dict[str, Any]]:
-    covered = {(a.saga_id, a.version_digest, uri) for a in records.approvals if a.consumed for uri in a.destinations}
+    covered = {
+        (a.saga_id, a.version_digest, uri) for a in records.approvals if a.consumed for uri in a.destinations
+    }
     out: list[dict[str, Any]] = []
     for e in records.effects:
         if e.kind != "apply":
             continue
         saga = _saga_of(records, e)
         if saga is None or (saga, e.digest, e.uri) not in covered:
-            out.append({"uri": e.uri, "key": e.key, "saga_id": saga, "digest": e.digest,
-                        "why": "no consumed approval covers this saga, digest and destination"})
+            out.append(
+                {
+                    "uri": e.uri,
+                    "key": e.key,
+                    "saga_id": saga,
+                    "digest": e.digest,
+                    "why": "no consumed approval covers this saga, digest and destination",
+                }
+            )
     return out
 
 
 def _end_state(records: Records, final: dict[str, Saga]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     orphans: list[dict[str, Any]] = []
     missing: list[dict[str, Any]] = []
-    for (uri, key) in sorted(records.live):
+    for uri, key in sorted(records.live):
         saga = final.get(records.ledger.get(key) or "")
         if saga is not None and saga.state in ("failed", "cancelled"):
             orphans.append({"uri": uri, "key": key, "saga_id": saga.saga_id, "state": saga.state})
@@ -178,9 +203,21 @@ def _end_state(records: Records, final: dict[str, Saga]) -> tuple[list[dict[str,
             continue
         for step in saga.steps:
             if step.key is None or (step.uri, step.key) not in records.live:
-                missing.append({"saga_id": saga.saga_id, "uri": step.uri, "key": step.key,
-                                "step_state": step.state})
+                missing.append(
+                    {"saga_id": saga.saga_id, "uri": step.uri, "key": step.key, "step_state": step.state}
+                )
     return orphans, missing
 
 
-__all__ = ["SETTLED", "TERMINAL", "Approval", "Effect", "Findings", "Records", "Saga", "Step", "Submission", "check"]
+__all__ = [
+    "SETTLED",
+    "TERMINAL",
+    "Approval",
+    "Effect",
+    "Findings",
+    "Records",
+    "Saga",
+    "Step",
+    "Submission",
+    "check",
+]

@@ -52,9 +52,21 @@ class Redis:
         """Start it; `persistent` alternates the two profiles: AOF on (everysec) or nothing on disk."""
         aof = ["--appendonly", "yes", "--appendfsync", "everysec"] if persistent else ["--appendonly", "no"]
         self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", *aof,
-             "--dir", str(self.workdir)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                *aof,
+                "--dir",
+                str(self.workdir),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
         )
         self.starts += 1
         deadline = time.monotonic() + 15
@@ -152,8 +164,9 @@ class Supervisor:
         log = (self.log_dir / f"{m.name}.log").open("ab")
         log.write(f"\n=== start {m.starts + 1} at {time.strftime('%H:%M:%S')} ===\n".encode())
         log.flush()
-        m.popen = subprocess.Popen(m.args, env=self.env, cwd=self.cwd, stdout=log, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
+        m.popen = subprocess.Popen(
+            m.args, env=self.env, cwd=self.cwd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         log.close()
         m.starts += 1
         m.expected_exit = False

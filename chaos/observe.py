@@ -25,8 +25,9 @@ class CliResult:
 
 def cli(env: dict[str, str], *args: str, timeout: float = 120) -> CliResult:
     try:
-        done = subprocess.run([PRESSROOM, *args, "--json"], env=env, capture_output=True, text=True,
-                              timeout=timeout)
+        done = subprocess.run(
+            [PRESSROOM, *args, "--json"], env=env, capture_output=True, text=True, timeout=timeout
+        )
     except subprocess.TimeoutExpired:
         return CliResult(-1, None, f"timed out after {timeout}s")
     try:
@@ -54,15 +55,25 @@ def snapshot(engine: Engine, saga_ids: set[str] | None = None) -> Snapshot:
     for st in sorted(steps, key=lambda r: r.position):
         by_saga.setdefault(st.saga_id, []).append(st)
     out = tuple(
-        Saga(row.id, row.state, row.reason,
-             tuple(Step(st.uri, st.state, st.idempotency_key, st.version_digest) for st in by_saga.get(row.id, [])))
-        for row in sagas if saga_ids is None or row.id in saga_ids
+        Saga(
+            row.id,
+            row.state,
+            row.reason,
+            tuple(
+                Step(st.uri, st.state, st.idempotency_key, st.version_digest)
+                for st in by_saga.get(row.id, [])
+            ),
+        )
+        for row in sagas
+        if saga_ids is None or row.id in saga_ids
     )
     return Snapshot(
         sagas=out,
         head={row.id: row.head_version for row in sagas},
-        approvals=tuple(Approval(a.saga_id, a.version_digest, tuple(a.destinations), a.consumed_at is not None)
-                        for a in approvals),
+        approvals=tuple(
+            Approval(a.saga_id, a.version_digest, tuple(a.destinations), a.consumed_at is not None)
+            for a in approvals
+        ),
         ledger=ledger,
     )
 
@@ -79,8 +90,14 @@ def transitions(engine: Engine) -> dict[str, list[dict[str, Any]]]:
         for e in rows:
             if e.saga_id:
                 out.setdefault(e.saga_id, []).append(
-                    {"to": e.status, "event": e.detail.get("event"), "reason": e.detail.get("reason"),
-                     "actor": e.actor, "at": e.created_at.isoformat()})
+                    {
+                        "to": e.status,
+                        "event": e.detail.get("event"),
+                        "reason": e.detail.get("reason"),
+                        "actor": e.actor,
+                        "at": e.created_at.isoformat(),
+                    }
+                )
     return out
 
 
@@ -91,7 +108,19 @@ def events_of(engine: Engine, saga_ids: set[str]) -> list[dict[str, Any]]:
     from orchestrator.store.tables import EventRow
 
     with Session(engine) as s:
-        rows = s.exec(select(EventRow).where(col(EventRow.saga_id).in_(sorted(saga_ids)))
-                      .order_by(col(EventRow.seq))).all()
-        return [{"saga_id": e.saga_id, "seq": e.seq, "actor": e.actor, "kind": e.kind, "status": e.status,
-                 "tool": e.tool, "detail": e.detail, "at": e.created_at.isoformat()} for e in rows]
+        rows = s.exec(
+            select(EventRow).where(col(EventRow.saga_id).in_(sorted(saga_ids))).order_by(col(EventRow.seq))
+        ).all()
+        return [
+            {
+                "saga_id": e.saga_id,
+                "seq": e.seq,
+                "actor": e.actor,
+                "kind": e.kind,
+                "status": e.status,
+                "tool": e.tool,
+                "detail": e.detail,
+                "at": e.created_at.isoformat(),
+            }
+            for e in rows
+        ]

@@ -14,9 +14,21 @@ from typing import Any
 from chaos.checker import Findings, Submission
 
 
-def build(*, opts: Any, findings: Findings, nemesis: Any, supervisor: Any, cli_codes: Counter[str],
-          cli_errors: list[dict[str, Any]], timeline: dict[str, float], webhook_requests: dict[str, int],
-          failed_reasons: dict[str, int], paths: dict[str, int], submissions: tuple[Submission, ...], terminal: frozenset[str]) -> dict[str, Any]:
+def build(
+    *,
+    opts: Any,
+    findings: Findings,
+    nemesis: Any,
+    supervisor: Any,
+    cli_codes: Counter[str],
+    cli_errors: list[dict[str, Any]],
+    timeline: dict[str, float],
+    webhook_requests: dict[str, int],
+    failed_reasons: dict[str, int],
+    paths: dict[str, int],
+    submissions: tuple[Submission, ...],
+    terminal: frozenset[str],
+) -> dict[str, Any]:
     return {
         "command": opts.command,
         "seed": opts.seed,
@@ -76,31 +88,46 @@ def markdown(d: dict[str, Any]) -> str:
         f"| unresolved after reconcile | {len(c['unresolved'])} |",
         f"| submit retries (after a 503 or no answer) | {d['submit_retries']} |",
         "",
-        f"Faults injected: {d['faults_total']} — " + ", ".join(f"{k} {v}" for k, v in d["faults"].items()) + ".",
+        f"Faults injected: {d['faults_total']} — "
+        + ", ".join(f"{k} {v}" for k, v in d["faults"].items())
+        + ".",
         f"Faults skipped (target not in a state to take it): {len(d['faults_skipped'])}.",
         "",
         "Process starts (the supervisor restarts whatever exits): "
-        + ", ".join(f"{k} {v}" for k, v in d["process_starts"].items()) + ".",
+        + ", ".join(f"{k} {v}" for k, v in d["process_starts"].items())
+        + ".",
         "",
         f"Exits nobody asked for: {len(d['unexpected_exits'])}"
-        + ("" if not d["unexpected_exits"] else " — " + "; ".join(
-            f"{e['process']} status {e['status']}" for e in d["unexpected_exits"])) + ".",
+        + (
+            ""
+            if not d["unexpected_exits"]
+            else " — " + "; ".join(f"{e['process']} status {e['status']}" for e in d["unexpected_exits"])
+        )
+        + ".",
         "",
-        "Requests (HTTP status, or the CLI's exit code; -1: no answer): " + ", ".join(f"{k}: {v}" for k, v in d["cli"].items()) + ".",
+        "Requests (HTTP status, or the CLI's exit code; -1: no answer): "
+        + ", ".join(f"{k}: {v}" for k, v in d["cli"].items())
+        + ".",
         "",
         f"Webhook requests by method: {d['webhook_requests']}.",
         "",
-        "Timeline (seconds from start): " + ", ".join(f"{k} {v}" for k, v in d["timeline_seconds"].items()) + ".",
+        "Timeline (seconds from start): "
+        + ", ".join(f"{k} {v}" for k, v in d["timeline_seconds"].items())
+        + ".",
     ]
     lines += ["", "Paths the sagas took (state after each transition):", ""] + [
-        f"- {n} × {p}" for p, n in d["paths"].items()]
+        f"- {n} × {p}" for p, n in d["paths"].items()
+    ]
     if d["failed_reasons"]:
-        lines += ["", "Why sagas failed:", ""] + [f"- {n} × {r or '(no reason recorded)'}"
-                                                  for r, n in sorted(d["failed_reasons"].items(), key=lambda x: -x[1])]
+        lines += ["", "Why sagas failed:", ""] + [
+            f"- {n} × {r or '(no reason recorded)'}"
+            for r, n in sorted(d["failed_reasons"].items(), key=lambda x: -x[1])
+        ]
     if d["cli_errors"]:
         lines += ["", "Requests that did not succeed (the answer, or the last stderr line):", ""] + [
             f"- {e['count']} × `{e['command']}` exit {e['exit']}: {e['stderr'] or '(nothing on stderr)'}"
-            for e in d["cli_errors"]]
+            for e in d["cli_errors"]
+        ]
     for name in ("lost", "stuck", "duplicates", "unauthorized", "orphans", "missing", "unresolved"):
         if c[name]:
             lines += ["", f"{name}:", "", "```json", json.dumps(c[name], indent=2)[:4000], "```"]
@@ -161,5 +188,5 @@ def write(d: dict[str, Any], run_dir: Path, docs: Path | None, logs: Path) -> No
     if docs is not None:
         # What follows the marker in the existing page (notes on findings) is kept.
         old = docs.read_text(encoding="utf-8") if docs.exists() else ""
-        kept = old[old.index(NOTES_MARKER):] if NOTES_MARKER in old else ""
+        kept = old[old.index(NOTES_MARKER) :] if NOTES_MARKER in old else ""
         docs.write_text(PREFACE + body + ("\n" + kept if kept else ""), encoding="utf-8")

@@ -119,30 +119,39 @@ class Run:
 
     # -- setup --------------------------------------------------------------
     def env(self, pg_url: str, broker_url: str) -> dict[str, str]:
-        base = {k: v for k, v in os.environ.items()  # noqa: TID251 (the suite builds its processes' environment)
-                if not k.startswith(("PRESSROOM_", "OTEL_"))}
-        base.update({
-            "PRESSROOM_DATABASE_URL": pg_url,
-            "PRESSROOM_BROKER_URL": broker_url,
-            "PRESSROOM_SECRET": "chaos-signing-key",
-            "PRESSROOM_INDEX_DIR": str(self.dir / "index"),
-            "PRESSROOM_LEASE_SECONDS": "5",
-            "PRESSROOM_RELAY_POLL": "0.2",
-            "PRESSROOM_RELAY_GRACE": "0.5",
-            "PRESSROOM_DESTINATION_TIMEOUT": str(DESTINATION_TIMEOUT),
-            "PRESSROOM_MAX_ATTEMPTS": "10",
-            "PRESSROOM_CONNECT_RETRY": "5",
-            "OTEL_TRACES_EXPORTER": "none",
-            "OTEL_METRICS_EXPORTER": "none",
-        })
+        base = {
+            k: v
+            for k, v in os.environ.items()  # noqa: TID251 (the suite builds its processes' environment)
+            if not k.startswith(("PRESSROOM_", "OTEL_"))
+        }
+        base.update(
+            {
+                "PRESSROOM_DATABASE_URL": pg_url,
+                "PRESSROOM_BROKER_URL": broker_url,
+                "PRESSROOM_SECRET": "chaos-signing-key",
+                "PRESSROOM_INDEX_DIR": str(self.dir / "index"),
+                "PRESSROOM_LEASE_SECONDS": "5",
+                "PRESSROOM_RELAY_POLL": "0.2",
+                "PRESSROOM_RELAY_GRACE": "0.5",
+                "PRESSROOM_DESTINATION_TIMEOUT": str(DESTINATION_TIMEOUT),
+                "PRESSROOM_MAX_ATTEMPTS": "10",
+                "PRESSROOM_CONNECT_RETRY": "5",
+                "OTEL_TRACES_EXPORTER": "none",
+                "OTEL_METRICS_EXPORTER": "none",
+            }
+        )
         return base
 
     # -- the user's side: submit and approve, over the HTTP API ---------------
     def submit(self, api: str, i: int, dests: list[str], at: float) -> None:
         time.sleep(max(0.0, at - time.monotonic()))
         rid = f"chaos-{self.opts.seed}-{i}"
-        body = {"brief": f"{TOPICS[i % len(TOPICS)]}, saga {i}", "corpus": str(CORPUS), "destinations": dests,
-                "as": SUBMITTER}
+        body = {
+            "brief": f"{TOPICS[i % len(TOPICS)]}, saga {i}",
+            "corpus": str(CORPUS),
+            "destinations": dests,
+            "as": SUBMITTER,
+        }
         saga_id: str | None = None
         attempts = 0
         for attempts in range(1, 11):
@@ -172,12 +181,13 @@ class Run:
         with self._lock:
             self.cli_codes[label] += 1
             if not ok:
-                self.cli_errors.append({"command": what, "exit": code, "stderr": err[-400:], "at": time.time()})
+                self.cli_errors.append(
+                    {"command": what, "exit": code, "stderr": err[-400:], "at": time.time()}
+                )
         if not ok:
             self.log(f"{what}: exit {code}: {err.splitlines()[-1] if err else ''}")
 
-    def drive(self, api: str, engine: Any, pool: ThreadPoolExecutor, until: float,
-              pending: set[Any]) -> Any:
+    def drive(self, api: str, engine: Any, pool: ThreadPoolExecutor, until: float, pending: set[Any]) -> Any:
         """Approve what waits for review until every saga is settled or `until`; the last snapshot."""
         last = None
         busy: set[tuple[str, int]] = set()
@@ -193,13 +203,22 @@ class Run:
             for saga in snap.sagas:
                 v = snap.head.get(saga.saga_id, 0)
                 job = (saga.saga_id, v)
-                if saga.state == "ready-for-review" and self.approved.get(saga.saga_id, 0) < v and job not in busy:
+                if (
+                    saga.state == "ready-for-review"
+                    and self.approved.get(saga.saga_id, 0) < v
+                    and job not in busy
+                ):
                     busy.add(job)
                     fut = pool.submit(self.approve, api, saga.saga_id, v)
                     fut.add_done_callback(lambda _f, j=job: busy.discard(j))
             ours = self._ours()
             states = [s.state for s in snap.sagas if s.saga_id in ours]
-            if done_submitting and len(states) == len(ours) and all(s in SETTLED for s in states) and not busy:
+            if (
+                done_submitting
+                and len(states) == len(ours)
+                and all(s in SETTLED for s in states)
+                and not busy
+            ):
                 break
             time.sleep(1.0)
         return last
@@ -217,12 +236,27 @@ class Run:
             for step in saga.steps:
                 if step.state != "uncertain" or not step.key:
                     continue
-                applied = hook.is_applied(step.key) if step.uri.startswith("webhook:") else watch.is_applied(step.key)
+                applied = (
+                    hook.is_applied(step.key)
+                    if step.uri.startswith("webhook:")
+                    else watch.is_applied(step.key)
+                )
                 outcome = "confirmed" if applied else "absent"
                 reason = f"chaos: the destination's record says {'applied' if applied else 'not applied'}"
                 for _ in range(5):
-                    res = cli(env, "reconcile", saga.saga_id, "--dest", step.uri, "--outcome", outcome,
-                              "--as", OPERATOR, "--reason", reason)
+                    res = cli(
+                        env,
+                        "reconcile",
+                        saga.saga_id,
+                        "--dest",
+                        step.uri,
+                        "--outcome",
+                        outcome,
+                        "--as",
+                        OPERATOR,
+                        "--reason",
+                        reason,
+                    )
                     self._note_cli("reconcile", res.code, res.err)
                     if res.code != 5:
                         break
@@ -264,12 +298,16 @@ def run(opts: Options) -> int:
         faults = plan(opts.seed, opts.fault_seconds)
         nemesis = Nemesis(faults, supervisor=sup, redis=redis, postgres=pg, webhook=hook, log=r.log)
         dests = [f"site:{r.site}", f"webhook:{hook.url}"]
-        r.log(f"{opts.sagas} sagas, seed {opts.seed}, {len(faults)} faults planned over {opts.fault_seconds:.0f}s")
+        r.log(
+            f"{opts.sagas} sagas, seed {opts.seed}, {len(faults)} faults planned over {opts.fault_seconds:.0f}s"
+        )
         wait_for_api(api)
         nemesis.start()
         r.timeline["faults_began"] = time.monotonic() - began
-        with ThreadPoolExecutor(max_workers=opts.parallel) as submitters, \
-                ThreadPoolExecutor(max_workers=opts.parallel) as approvers:
+        with (
+            ThreadPoolExecutor(max_workers=opts.parallel) as submitters,
+            ThreadPoolExecutor(max_workers=opts.parallel) as approvers,
+        ):
             # Arrivals spread over the first half of the fault window, so faults meet every phase.
             gap = opts.fault_seconds * 0.5 / opts.sagas
             t0 = time.monotonic()
@@ -295,8 +333,9 @@ def run(opts: Options) -> int:
         final = snapshot(engine)
         ours = r._ours()
         site_uri, hook_uri = dests
-        effects = tuple(Effect(hook_uri, e["kind"], e["key"], e["saga_id"], e["version_digest"]) for e in hook.events) \
-            + tuple(Effect(site_uri, e["kind"], e["key"], None, e["version_digest"]) for e in watch.events)
+        effects = tuple(
+            Effect(hook_uri, e["kind"], e["key"], e["saga_id"], e["version_digest"]) for e in hook.events
+        ) + tuple(Effect(site_uri, e["kind"], e["key"], None, e["version_digest"]) for e in watch.events)
         live = {(hook_uri, k): b.get("version_digest") for k, b in hook.applied_now.items()}
         live.update({(site_uri, k): d for k, d in watch.live().items()})
         records = Records(
@@ -313,17 +352,33 @@ def run(opts: Options) -> int:
         paths = transitions(engine)
         with (r.dir / "transitions.json").open("w", encoding="utf-8") as fh:
             json.dump({sid: paths.get(sid, []) for sid in sorted(ours)}, fh, indent=1)
-        unusual = {sid for sid in ours if [t["to"] for t in paths.get(sid, [])][-1:] != ["succeeded"]
-                   or len(paths.get(sid, [])) != 4}
+        unusual = {
+            sid
+            for sid in ours
+            if [t["to"] for t in paths.get(sid, [])][-1:] != ["succeeded"] or len(paths.get(sid, [])) != 4
+        }
         with (r.dir / "events-of-unusual-sagas.json").open("w", encoding="utf-8") as fh:
             json.dump(events_of(engine, unusual), fh, indent=1, default=str)
-        path_counts = Counter(" → ".join(["preparing"] + [t["to"] for t in paths.get(sid, [])]) for sid in ours)
+        path_counts = Counter(
+            " → ".join(["preparing"] + [t["to"] for t in paths.get(sid, [])]) for sid in ours
+        )
         r.timeline["total"] = time.monotonic() - began
-        failed_reasons = Counter((s.reason or "")[:120] for s in final.sagas if s.saga_id in ours and s.state == "failed")
+        failed_reasons = Counter(
+            (s.reason or "")[:120] for s in final.sagas if s.saga_id in ours and s.state == "failed"
+        )
         data = report.build(
-            opts=opts, findings=findings, nemesis=nemesis, supervisor=sup, cli_codes=r.cli_codes,
-            cli_errors=r.cli_errors, timeline=r.timeline, webhook_requests=hook.requests,
-            failed_reasons=dict(failed_reasons), paths=dict(path_counts), submissions=records.submissions, terminal=TERMINAL,
+            opts=opts,
+            findings=findings,
+            nemesis=nemesis,
+            supervisor=sup,
+            cli_codes=r.cli_codes,
+            cli_errors=r.cli_errors,
+            timeline=r.timeline,
+            webhook_requests=hook.requests,
+            failed_reasons=dict(failed_reasons),
+            paths=dict(path_counts),
+            submissions=records.submissions,
+            terminal=TERMINAL,
         )
         report.write(data, r.dir, opts.docs, r.logs)
         r.log(f"checker: {'OK' if findings.ok else 'FINDINGS'}; report in {r.dir}")

@@ -64,7 +64,9 @@ class ChaosWebhook:
         httpd = _Server(("127.0.0.1", self.port), _Handler)
         httpd.hook = self
         self._httpd = httpd
-        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread = threading.Thread(
+            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
 
     def _close(self) -> None:
@@ -135,8 +137,11 @@ class ChaosWebhook:
                 self._note("replay", key, body)
                 return 200, self._receipts[key]
             self._seq += 1
-            receipt = {"id": f"chaos-{self._seq}", "idempotency_key": key,
-                       "version_digest": body.get("version_digest")}
+            receipt = {
+                "id": f"chaos-{self._seq}",
+                "idempotency_key": key,
+                "version_digest": body.get("version_digest"),
+            }
             self.applied_now[key] = body
             self._receipts[key] = receipt
             self._note("apply", key, body)

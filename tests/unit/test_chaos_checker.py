@@ -10,7 +10,9 @@ SITE, HOOK = "site:/srv/site", "webhook:http://127.0.0.1:9/hook"
 
 def _saga(sid: str, state: str, *, keys: tuple[str, str] | None = None, step_state: str = "done") -> Saga:
     k1, k2 = keys or (f"{sid}-site", f"{sid}-hook")
-    return Saga(sid, state, None, (Step(SITE, step_state, k1, f"d-{sid}"), Step(HOOK, step_state, k2, f"d-{sid}")))
+    return Saga(
+        sid, state, None, (Step(SITE, step_state, k1, f"d-{sid}"), Step(HOOK, step_state, k2, f"d-{sid}"))
+    )
 
 
 def _clean(sid: str) -> dict[str, object]:
@@ -18,16 +20,24 @@ def _clean(sid: str) -> dict[str, object]:
     return {
         "approval": Approval(sid, f"d-{sid}", (SITE, HOOK), consumed=True),
         "ledger": {f"{sid}-site": sid, f"{sid}-hook": sid},
-        "effects": (Effect(SITE, "apply", f"{sid}-site", None, f"d-{sid}"),
-                    Effect(HOOK, "apply", f"{sid}-hook", sid, f"d-{sid}")),
+        "effects": (
+            Effect(SITE, "apply", f"{sid}-site", None, f"d-{sid}"),
+            Effect(HOOK, "apply", f"{sid}-hook", sid, f"d-{sid}"),
+        ),
         "live": {(SITE, f"{sid}-site"): f"d-{sid}", (HOOK, f"{sid}-hook"): f"d-{sid}"},
     }
 
 
-def _records(sagas: list[Saga], *, settled: list[Saga] | None = None, extra_effects: tuple[Effect, ...] = (),
-             extra_live: dict[tuple[str, str], str | None] | None = None, approvals: list[Approval] | None = None,
-             submissions: list[Submission] | None = None,
-             reconciled: tuple[tuple[str, str, str], ...] = ()) -> Records:
+def _records(
+    sagas: list[Saga],
+    *,
+    settled: list[Saga] | None = None,
+    extra_effects: tuple[Effect, ...] = (),
+    extra_live: dict[tuple[str, str], str | None] | None = None,
+    approvals: list[Approval] | None = None,
+    submissions: list[Submission] | None = None,
+    reconciled: tuple[tuple[str, str, str], ...] = (),
+) -> Records:
     parts = [_clean(s.saga_id) for s in sagas]
     ledger: dict[str, str | None] = {}
     live: dict[tuple[str, str], str | None] = {}
@@ -37,8 +47,11 @@ def _records(sagas: list[Saga], *, settled: list[Saga] | None = None, extra_effe
         live.update(p["live"])  # type: ignore[arg-type]
         effects += p["effects"]  # type: ignore[operator]
     return Records(
-        submissions=tuple(submissions if submissions is not None
-                          else [Submission(f"r-{s.saga_id}", s.saga_id) for s in sagas]),
+        submissions=tuple(
+            submissions
+            if submissions is not None
+            else [Submission(f"r-{s.saga_id}", s.saga_id) for s in sagas]
+        ),
         settled=tuple(settled if settled is not None else sagas),
         final=tuple(sagas),
         approvals=tuple(approvals if approvals is not None else [p["approval"] for p in parts]),  # type: ignore[misc]
@@ -57,9 +70,14 @@ def test_a_clean_run_has_no_finding() -> None:
 
 
 def test_a_submission_without_a_saga_is_lost() -> None:
-    recs = _records([_saga("a", "succeeded")],
-                    submissions=[Submission("r-a", "a"), Submission("r-x", None, attempts=10),
-                                 Submission("r-y", "not-in-db")])
+    recs = _records(
+        [_saga("a", "succeeded")],
+        submissions=[
+            Submission("r-a", "a"),
+            Submission("r-x", None, attempts=10),
+            Submission("r-y", "not-in-db"),
+        ],
+    )
     found = check(recs)
     assert found.lost == ["r-x", "r-y"] and not found.ok
 
@@ -74,7 +92,9 @@ def test_a_saga_not_settled_is_stuck() -> None:
 def test_a_key_applied_twice_is_a_duplicate() -> None:
     again = Effect(HOOK, "apply", "a-hook", "a", "d-a")
     found = check(_records([_saga("a", "succeeded")], extra_effects=(again,)))
-    assert found.duplicates == [{"uri": HOOK, "key": "a-hook", "applies": 2, "why": "key applied more than once"}]
+    assert found.duplicates == [
+        {"uri": HOOK, "key": "a-hook", "applies": 2, "why": "key applied more than once"}
+    ]
 
 
 def test_a_replay_of_the_same_key_is_not_a_duplicate() -> None:
@@ -83,9 +103,11 @@ def test_a_replay_of_the_same_key_is_not_a_duplicate() -> None:
 
 
 def test_two_live_effects_of_one_saga_at_one_destination_are_a_duplicate() -> None:
-    recs = _records([_saga("a", "succeeded")],
-                    extra_effects=(Effect(HOOK, "apply", "a-hook-2", "a", "d-a"),),
-                    extra_live={(HOOK, "a-hook-2"): "d-a"})
+    recs = _records(
+        [_saga("a", "succeeded")],
+        extra_effects=(Effect(HOOK, "apply", "a-hook-2", "a", "d-a"),),
+        extra_live={(HOOK, "a-hook-2"): "d-a"},
+    )
     recs.ledger["a-hook-2"] = "a"
     found = check(recs)
     assert any(d.get("keys") == ["a-hook", "a-hook-2"] for d in found.duplicates)
@@ -93,11 +115,20 @@ def test_two_live_effects_of_one_saga_at_one_destination_are_a_duplicate() -> No
 
 def test_an_effect_no_consumed_approval_covers_is_unauthorized() -> None:
     # the approval exists but was never consumed; and another digest than the approved one
-    recs = _records([_saga("a", "succeeded"), _saga("b", "succeeded")],
-                    approvals=[Approval("a", "d-a", (SITE, HOOK), consumed=False),
-                               Approval("b", "d-other", (SITE, HOOK), consumed=True)])
+    recs = _records(
+        [_saga("a", "succeeded"), _saga("b", "succeeded")],
+        approvals=[
+            Approval("a", "d-a", (SITE, HOOK), consumed=False),
+            Approval("b", "d-other", (SITE, HOOK), consumed=True),
+        ],
+    )
     found = check(recs)
-    assert {(u["saga_id"], u["uri"]) for u in found.unauthorized} == {("a", SITE), ("a", HOOK), ("b", SITE), ("b", HOOK)}
+    assert {(u["saga_id"], u["uri"]) for u in found.unauthorized} == {
+        ("a", SITE),
+        ("a", HOOK),
+        ("b", SITE),
+        ("b", HOOK),
+    }
 
 
 def test_an_approval_for_other_destinations_does_not_cover() -> None:
@@ -116,8 +147,14 @@ def test_a_failed_saga_must_leave_nothing_live() -> None:
     recs = _records([failed])
     found = check(recs)
     assert {o["uri"] for o in found.orphans} == {SITE, HOOK}
-    undone = Records(**{**recs.__dict__, "effects": recs.effects + (
-        Effect(SITE, "undo", "a-site"), Effect(HOOK, "undo", "a-hook", "a", "d-a")), "live": {}})
+    undone = Records(
+        **{
+            **recs.__dict__,
+            "effects": recs.effects
+            + (Effect(SITE, "undo", "a-site"), Effect(HOOK, "undo", "a-hook", "a", "d-a")),
+            "live": {},
+        }
+    )
     found = check(undone)
     assert found.ok and found.effects_undone == 2
 
@@ -149,5 +186,8 @@ def test_the_nemesis_schedule_is_seeded() -> None:
     faults = plan(3, 600)
     assert all(0 < f.at < 600 for f in faults)
     assert {f.kind for f in faults} == set(FAULTS), "a long schedule uses every kind of fault"
-    assert all(f.target and f.target.startswith("worker-") for f in faults
-               if f.kind in ("kill-worker", "kill-pool-child", "pause-worker"))
+    assert all(
+        f.target and f.target.startswith("worker-")
+        for f in faults
+        if f.kind in ("kill-worker", "kill-pool-child", "pause-worker")
+    )
