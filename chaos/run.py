@@ -228,43 +228,47 @@ class Run:
             return {s.saga_id for s in self.submissions.values() if s.saga_id}
 
     # -- reconcile ----------------------------------------------------------
-    def reconcile(self, env: dict[str, str], snap: Any, hook: ChaosWebhook, watch: SiteWatch) -> int:
-        n = 0
+    def reconcile(
+        self, env: dict[str, str], snap: Any, hook: ChaosWebhook, watch: SiteWatch, pool: ThreadPoolExecutor
+    ) -> int:
+        """`pressroom reconcile` each uncertain step, as the destination's own record says; how many took."""
+        jobs = []
         for saga in snap.sagas:
             if saga.state != "effect-unknown" or saga.saga_id not in self._ours():
                 continue
             for step in saga.steps:
                 if step.state != "uncertain" or not step.key:
                     continue
-                applied = (
-                    hook.is_applied(step.key)
-                    if step.uri.startswith("webhook:")
-                    else watch.is_applied(step.key)
-                )
-                outcome = "confirmed" if applied else "absent"
-                reason = f"chaos: the destination's record says {'applied' if applied else 'not applied'}"
-                for _ in range(5):
-                    res = cli(
-                        env,
-                        "reconcile",
-                        saga.saga_id,
-                        "--dest",
-                        step.uri,
-                        "--outcome",
-                        outcome,
-                        "--as",
-                        OPERATOR,
-                        "--reason",
-                        reason,
-                    )
-                    self._note_cli("reconcile", res.code, res.err)
-                    if res.code != 5:
-                        break
-                    time.sleep(2)
-                if res.code == 0:
-                    self.reconciled.append((saga.saga_id, step.uri, outcome))
-                    n += 1
-        return n
+                is_hook = step.uri.startswith("webhook:")
+                applied = hook.is_applied(step.key) if is_hook else watch.is_applied(step.key)
+                jobs.append((saga.saga_id, step.uri, "confirmed" if applied else "absent", applied))
+        return sum(pool.map(lambda job: self._reconcile_one(env, *job), jobs))
+
+    def _reconcile_one(self, env: dict[str, str], saga_id: str, uri: str, outcome: str, applied: bool) -> int:
+        reason = f"chaos: the destination's record says {'applied' if applied else 'not applied'}"
+        for _ in range(5):
+            res = cli(
+                env,
+                "reconcile",
+                saga_id,
+                "--dest",
+                uri,
+                "--outcome",
+                outcome,
+                "--as",
+                OPERATOR,
+                "--reason",
+                reason,
+            )
+            self._note_cli("reconcile", res.code, res.err)
+            if res.code != 5:
+                break
+            time.sleep(2)
+        if res.code != 0:
+            return 0
+        with self._lock:
+            self.reconciled.append((saga_id, uri, outcome))
+        return 1
 
 
 def run(opts: Options) -> int:
@@ -324,7 +328,7 @@ def run(opts: Options) -> int:
             for _ in range(3):
                 if not any(s.state == "effect-unknown" for s in current.sagas):
                     break
-                n = r.reconcile(env, current, hook, watch)
+                n = r.reconcile(env, current, hook, watch, approvers)
                 r.log(f"reconciled {n} step(s); waiting for those sagas to finish")
                 current = r.drive(api, engine, approvers, time.monotonic() + 90, pending) or snapshot(engine)
         r.timeline["reconciled"] = time.monotonic() - began
