@@ -92,7 +92,7 @@ class Redis:
     def client_pause(self, ms: int) -> None:
         import redis
 
-        redis.Redis(port=self.port, socket_connect_timeout=1).execute_command("CLIENT", "PAUSE", ms)
+        redis.Redis(port=self.port, socket_connect_timeout=1).execute_command("CLIENT", "PAUSE", ms)  # type: ignore[no-untyped-call]
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

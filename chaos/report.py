@@ -25,6 +25,7 @@ def build(
     timeline: dict[str, float],
     webhook_requests: dict[str, int],
     failed_reasons: dict[str, int],
+    reconcile_seconds: list[float],
     paths: dict[str, int],
     submissions: tuple[Submission, ...],
     terminal: frozenset[str],
@@ -48,6 +49,7 @@ def build(
         "submit_retries": sum(s.attempts - 1 for s in submissions),
         "webhook_requests": dict(sorted(webhook_requests.items())),
         "failed_reasons": failed_reasons,
+        "reconcile_cli_seconds": sorted(round(x, 1) for x in reconcile_seconds),
         "paths": dict(sorted(paths.items(), key=lambda kv: -kv[1])),
         "checker": findings.as_dict(),
     }
@@ -110,6 +112,10 @@ def markdown(d: dict[str, Any]) -> str:
         + ".",
         "",
         f"Webhook requests by method: {d['webhook_requests']}.",
+        "",
+        "Seconds each `pressroom reconcile` took (three at a time): "
+        + (", ".join(str(x) for x in d["reconcile_cli_seconds"]) or "none ran")
+        + ".",
         "",
         "Timeline (seconds from start): "
         + ", ".join(f"{k} {v}" for k, v in d["timeline_seconds"].items())

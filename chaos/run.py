@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -67,6 +68,10 @@ class Options:
     command: str = "make chaos"
 
 
+def _discard(jobs: set[tuple[str, int]], job: tuple[str, int], _done: Any) -> None:
+    jobs.discard(job)
+
+
 def http_post(url: str, body: dict[str, Any], headers: dict[str, str] | None = None) -> tuple[int, Any, str]:
     """(status, JSON body, error text); status -1 when no answer came."""
     try:
@@ -108,6 +113,7 @@ class Run:
         self.cli_codes: Counter[str] = Counter()
         self.cli_errors: list[dict[str, Any]] = []
         self.reconciled: list[tuple[str, str, str]] = []
+        self.reconcile_seconds: list[float] = []
         self.timeline: dict[str, float] = {}
 
     def log(self, text: str) -> None:
@@ -210,7 +216,7 @@ class Run:
                 ):
                     busy.add(job)
                     fut = pool.submit(self.approve, api, saga.saga_id, v)
-                    fut.add_done_callback(lambda _f, j=job: busy.discard(j))
+                    fut.add_done_callback(functools.partial(_discard, busy, job))
             ours = self._ours()
             states = [s.state for s in snap.sagas if s.saga_id in ours]
             if (
@@ -247,6 +253,7 @@ class Run:
     def _reconcile_one(self, env: dict[str, str], saga_id: str, uri: str, outcome: str, applied: bool) -> int:
         reason = f"chaos: the destination's record says {'applied' if applied else 'not applied'}"
         for _ in range(5):
+            began = time.monotonic()
             res = cli(
                 env,
                 "reconcile",
@@ -261,6 +268,8 @@ class Run:
                 reason,
             )
             self._note_cli("reconcile", res.code, res.err)
+            with self._lock:
+                self.reconcile_seconds.append(time.monotonic() - began)
             if res.code != 5:
                 break
             time.sleep(2)
@@ -380,6 +389,7 @@ def run(opts: Options) -> int:
             timeline=r.timeline,
             webhook_requests=hook.requests,
             failed_reasons=dict(failed_reasons),
+            reconcile_seconds=r.reconcile_seconds,
             paths=dict(path_counts),
             submissions=records.submissions,
             terminal=TERMINAL,
