@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test lint typecheck unit integration e2e bench evidence eval clean
+.PHONY: install demo test lint typecheck unit integration e2e bench evidence eval chaos clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -44,6 +44,11 @@ evidence: $(STAMP)
 
 eval: $(STAMP)
 	$(BIN)/pressroom eval
+
+# The chaos suite (not part of `make test`): its own PostgreSQL and Redis, a nemesis, a checker.
+CHAOS_ARGS ?=
+chaos: $(STAMP)
+	$(BIN)/python -m chaos $(CHAOS_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info
