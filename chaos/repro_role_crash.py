@@ -41,7 +41,7 @@ from typing import Any
 
 from orchestrator import services
 from orchestrator.bootstrap import build_app
-from orchestrator.config import Settings
+from orchestrator.core.config import Settings
 
 CORPUS = Path(__file__).resolve().parent.parent / "roles" / "sample_corpus"
 
