@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from orchestrator import services
 from orchestrator.app import App
 from orchestrator.core.errors import IllegalTransition, NotFound, Refused, SelfApproval
+from telemetry import metrics, names, setup
 from tests.integration.helpers import make_app, ready_saga
 from tests.support.webhook_server import WebhookServer
 
@@ -53,12 +56,34 @@ def failed_with_live_page(app: App, corpus: Path, live: WebhookServer, bad: Webh
     return services.status(app, saga["saga_id"])
 
 
+@pytest.fixture
+def meter() -> Iterator[InMemoryMetricReader]:
+    memory = InMemoryMetricReader()
+    assert setup.configure_metrics("pressroom-test", memory, force=True, set_global=False) is not None
+    yield memory
+    metrics.set_saga_state_counter(None)
+    setup.shutdown()
+
+
+def counted(reader: InMemoryMetricReader, name: str) -> int:
+    data = reader.get_metrics_data()
+    return sum(
+        int(point.value)
+        for rm in (data.resource_metrics if data else [])
+        for sm in rm.scope_metrics
+        for metric in sm.metrics
+        if metric.name == name
+        for point in metric.data.data_points
+    )
+
+
 def test_a_failed_undo_waits_for_a_person_and_retry_finishes_it(
-    db_url: str, tmp_path: Path, corpus: Path
+    db_url: str, tmp_path: Path, corpus: Path, meter: InMemoryMetricReader
 ) -> None:
     app = quick_app(db_url, tmp_path)
     with WebhookServer() as live, WebhookServer("reject") as bad:
         status = failed_with_live_page(app, corpus, live, bad)
+        assert counted(meter, names.METRIC_COMPENSATION_FAILED) == 1
         sid = status["saga_id"]
         assert status["state"] == "effect-unknown", status
         assert states(status) == {
