@@ -7,7 +7,7 @@ from spawn to exit. The rows are interleaved: one round runs every command
 once, in the same order, so a busy moment of the shared machine hits them
 alike. `status` and `show` read a SQLite database holding one saga in
 `ready-for-review` (submitted once before the rounds, sample corpus, a
-`memory:` destination), with tracing off. `import sqlmodel` is the floor of
+`site:` destination in the temporary folder), with tracing off. `import sqlmodel` is the floor of
 any command that reads the database through the store (SQLAlchemy and
 SQLModel imported, nothing run). The goal: `--help` and `status` within 2× of
 `python -c "import click"` in the same run.
@@ -60,7 +60,7 @@ def main() -> None:
         env = _env(work / "bench.db")
         corpus = str(ROOT / "roles" / "sample_corpus")
         submitted = subprocess.run(
-            [pressroom, "submit", "--brief", "the library network", "--corpus", corpus, "--dest", "memory:bench",
+            [pressroom, "submit", "--brief", "the library network", "--corpus", corpus, "--dest", f"site:{work / 'site'}",
              "--as", "bench", "--json"],
             env=env, cwd=work, capture_output=True, text=True, check=True,
         )
