@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 PREFIX = "pressroom_"
 SQLITE_PREFIX = "sqlite:///"
@@ -49,8 +49,7 @@ ACCEPTED = frozenset(
 DEFAULT_SECRET_FILE = ".pressroom-secret"
 
 
-@dataclass(frozen=True)
-class ReadSettings:
+class ReadSettings(NamedTuple):
     """What a read command needs: the SQLite file, the caller's token, the review reminder (seconds)."""
 
     sqlite_path: Path

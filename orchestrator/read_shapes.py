@@ -15,15 +15,12 @@ creation time and id of the last saga shown, base64 JSON) and the limit check.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol, TypeVar
 
 from orchestrator.errors import InvalidInput
-from orchestrator.harness.digests import business_key
 
 DEFAULT_LIMIT = 200
 MAX_LIMIT = 1000
@@ -134,6 +131,8 @@ def saga_status(
     approval: ApprovalRecord | None,
 ) -> dict[str, Any]:
     """`status SAGA_ID`: `steps` are the saga's publishing steps, `approval` its latest one."""
+    from orchestrator.harness.digests import business_key  # hashlib: only a saga's status needs it
+
     digest = head.digest if head else None
     by_uri = {step.uri: step for step in steps}
     destinations = []
@@ -219,11 +218,16 @@ def waiting_since(now: datetime, reminder: float | None) -> datetime:
 
 
 def encode_cursor(created_at: datetime, saga_id: str) -> str:
+    import base64
+
     raw = json.dumps([iso(created_at), saga_id], separators=(",", ":")).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
 def decode_cursor(text: str) -> tuple[datetime, str]:
+    import base64
+    import binascii
+
     try:
         raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
         moment, saga_id = json.loads(raw)

@@ -22,10 +22,9 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple, TypeVar
 
 MIGRATION_VERSIONS = Path(__file__).resolve().parent / "migrations" / "versions"
 MAX_SAGA_ID = 64  # as sagas.records.find_saga: longer is refused there
@@ -66,8 +65,7 @@ def sql_datetime(moment: datetime) -> str:
     )
 
 
-@dataclass(frozen=True)
-class SagaRec:
+class SagaRec(NamedTuple):
     id: str
     brief: str
     state: str
@@ -81,8 +79,7 @@ class SagaRec:
     updated_at: datetime
 
 
-@dataclass(frozen=True)
-class VersionRec:
+class VersionRec(NamedTuple):
     number: int
     digest: str
     title: str
@@ -94,16 +91,14 @@ class VersionRec:
     created_at: datetime
 
 
-@dataclass(frozen=True)
-class StepRec:
+class StepRec(NamedTuple):
     uri: str
     state: str
     idempotency_key: str | None
     receipt: dict[str, Any] | None
 
 
-@dataclass(frozen=True)
-class ApprovalRec:
+class ApprovalRec(NamedTuple):
     id: str
     version: int
     version_digest: str
@@ -113,28 +108,28 @@ class ApprovalRec:
     voided_at: datetime | None
 
 
-_SAGA = (
-    "SELECT id, brief, state, head_version, destinations, review_rounds, created_by, reason, "
-    "ready_at, created_at, updated_at FROM sagas"
-)
+# Columns read as SQLAlchemy's SQLite dialect reads them; every other column is taken as stored.
+_DATETIMES = frozenset({"ready_at", "created_at", "updated_at", "expires_at", "consumed_at", "voided_at"})
+_JSONS = frozenset({"destinations", "citations", "review", "receipt", "body"})
+R = TypeVar("R", bound=tuple[Any, ...])
 
 
-def _saga(row: tuple[Any, ...]) -> SagaRec:
-    ready, created, updated = _when(row[8]), _when(row[9]), _when(row[10])
-    assert created is not None and updated is not None
-    return SagaRec(
-        id=row[0],
-        brief=row[1],
-        state=row[2],
-        head_version=row[3],
-        destinations=_json(row[4]),
-        review_rounds=row[5],
-        created_by=row[6],
-        reason=row[7],
-        ready_at=ready,
-        created_at=created,
-        updated_at=updated,
-    )
+def _columns(record: type[tuple[Any, ...]]) -> str:
+    return ", ".join(record._fields)  # type: ignore[attr-defined]
+
+
+def _record(record: type[R], row: tuple[Any, ...]) -> R:
+    values = []
+    for name, value in zip(record._fields, row, strict=True):  # type: ignore[attr-defined]
+        if name in _DATETIMES:
+            value = _when(value)
+        elif name in _JSONS:
+            value = _json(value)
+        values.append(value)
+    return record(*values)
+
+
+_SAGA = f"SELECT {_columns(SagaRec)} FROM sagas"
 
 
 class SqliteReads:
@@ -203,22 +198,22 @@ class SqliteReads:
             return None
         row = self.conn.execute(_SAGA + " WHERE id = ?", (ref,)).fetchone()
         if row is not None:
-            return _saga(row)
+            return _record(SagaRec, row)
         if len(ref) >= 6 and _HEX.fullmatch(ref):
             rows = self.conn.execute(_SAGA + " WHERE id LIKE ? ESCAPE '/' LIMIT 2", (ref + "%",)).fetchall()
             if len(rows) == 1:
-                return _saga(rows[0])
+                return _record(SagaRec, rows[0])
         return None
 
     def sagas(
         self, limit: int, *, after: tuple[datetime, str] | None, ready_since: datetime | None
     ) -> list[SagaRec]:
         """Up to `limit` sagas, newest first, after the cursor, in ready-for-review since `ready_since`."""
-        from sagas.machine import SagaState
-
         where: list[str] = []
         args: list[Any] = []
         if ready_since is not None:
+            from sagas.machine import SagaState
+
             where.append("state = ? AND ready_at <= ?")
             args += [SagaState.READY_FOR_REVIEW.value, sql_datetime(ready_since)]
         if after is not None:
@@ -227,61 +222,31 @@ class SqliteReads:
             args += [sql_datetime(moment), sql_datetime(moment), saga_id]
         query = _SAGA + (" WHERE " + " AND ".join(where) if where else "")
         rows = self.conn.execute(query + " ORDER BY created_at DESC, id DESC LIMIT ?", (*args, limit))
-        return [_saga(row) for row in rows.fetchall()]
+        return [_record(SagaRec, row) for row in rows.fetchall()]
 
     def version(self, saga_id: str, number: int) -> VersionRec | None:
         if not 1 <= number <= MAX_VERSION:
             return None
         row = self.conn.execute(
-            "SELECT number, digest, title, author, markdown, citations, evidence_digest, review, created_at "
-            "FROM versions WHERE saga_id = ? AND number = ?",
-            (saga_id, number),
+            f"SELECT {_columns(VersionRec)} FROM versions WHERE saga_id = ? AND number = ?", (saga_id, number)
         ).fetchone()
-        if row is None:
-            return None
-        created = _when(row[8])
-        assert created is not None
-        return VersionRec(
-            number=row[0],
-            digest=row[1],
-            title=row[2],
-            author=row[3],
-            markdown=row[4],
-            citations=_json(row[5]),
-            evidence_digest=row[6],
-            review=_json(row[7]),
-            created_at=created,
-        )
+        return None if row is None else _record(VersionRec, row)
 
     def head(self, saga: SagaRec) -> VersionRec | None:
         return None if saga.head_version == 0 else self.version(saga.id, saga.head_version)
 
     def steps(self, saga_id: str) -> list[StepRec]:
         rows = self.conn.execute(
-            "SELECT uri, state, idempotency_key, receipt FROM steps WHERE saga_id = ? ORDER BY position",
-            (saga_id,),
+            f"SELECT {_columns(StepRec)} FROM steps WHERE saga_id = ? ORDER BY position", (saga_id,)
         ).fetchall()
-        return [StepRec(uri=r[0], state=r[1], idempotency_key=r[2], receipt=_json(r[3])) for r in rows]
+        return [_record(StepRec, row) for row in rows]
 
     def latest_approval(self, saga_id: str) -> ApprovalRec | None:
         row = self.conn.execute(
-            "SELECT id, version, version_digest, approver, expires_at, consumed_at, voided_at "
-            "FROM approvals WHERE saga_id = ? ORDER BY issued_at DESC",
+            f"SELECT {_columns(ApprovalRec)} FROM approvals WHERE saga_id = ? ORDER BY issued_at DESC",
             (saga_id,),
         ).fetchone()
-        if row is None:
-            return None
-        expires = _when(row[4])
-        assert expires is not None
-        return ApprovalRec(
-            id=row[0],
-            version=row[1],
-            version_digest=row[2],
-            approver=row[3],
-            expires_at=expires,
-            consumed_at=_when(row[5]),
-            voided_at=_when(row[6]),
-        )
+        return None if row is None else _record(ApprovalRec, row)
 
     def artifact_body(self, digest: str) -> dict[str, Any] | None:
         row = self.conn.execute("SELECT body FROM artifacts WHERE digest = ?", (digest,)).fetchone()
