@@ -14,13 +14,14 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from orchestrator.core.config import Settings, environ_snapshot
+from orchestrator.light_config import telemetry_asked
 from orchestrator.store.tables import SagaRow
 
 
 def start_tracing(service: str, settings: Settings | None = None, *, after_fork: bool = False) -> None:
     """Traces per OTEL_TRACES_EXPORTER, metrics per OTEL_METRICS_EXPORTER (both off when unset)."""
     env = environ_snapshot()
-    if not after_fork and not _telemetry_asked(env):
+    if not after_fork and not telemetry_asked(env):
         return  # nothing to export: the SDK is not even imported (a CLI read starts faster)
     from telemetry.setup import configure_after_fork, configure_metrics, configure_tracing
 
@@ -30,16 +31,6 @@ def start_tracing(service: str, settings: Settings | None = None, *, after_fork:
     else:
         configure_tracing(service, env=env, file_path=trace_file)
         configure_metrics(service, env=env)
-
-
-def _telemetry_asked(env: dict[str, str]) -> bool:
-    """Whether any exporter is named, or the SDK is explicitly disabled (which pins the no-op tracer)."""
-    if env.get("OTEL_SDK_DISABLED", "").strip():
-        return True
-    for name in ("OTEL_TRACES_EXPORTER", "OTEL_METRICS_EXPORTER"):
-        if any(part.strip() not in ("", "none") for part in env.get(name, "").split(",")):
-            return True
-    return False
 
 
 def count_sagas_by_state(engine: Engine) -> Callable[[], dict[str, int]]:

@@ -25,11 +25,12 @@ from orchestrator.entrypoints.outcome import check as check_outcome
 if TYPE_CHECKING:
     from orchestrator import services
     from orchestrator.app import App
-    from orchestrator.entrypoints import render
+    from orchestrator.entrypoints import fast_reads, render
 else:
     # Loaded on first use: `--help` needs neither the database nor the tracing stack.
     services = lazy_module("orchestrator.services")
     render = lazy_module("orchestrator.entrypoints.render")
+    fast_reads = lazy_module("orchestrator.entrypoints.fast_reads")
 
 
 class Ctx:
@@ -107,8 +108,10 @@ def status(
     ctx: Ctx, saga_id: str | None, limit: int | None, after: str | None, waiting: bool, as_json: bool
 ) -> None:
     """One saga's state and destinations, or a page of sagas, newest first."""
-    reader(ctx)
-    out = services.status(ctx.app(), saga_id, limit=limit, after=after, waiting=waiting)
+    out = fast_reads.status(saga_id, limit=limit, after=after, waiting=waiting)
+    if out is None:  # not a plain SQLite read: the store's full path
+        reader(ctx)
+        out = services.status(ctx.app(), saga_id, limit=limit, after=after, waiting=waiting)
     emit(out, as_json, render.status if saga_id else render.saga_list)
 
 
@@ -119,8 +122,11 @@ def status(
 @pass_ctx
 def show(ctx: Ctx, saga_id: str, number: int | None, as_json: bool) -> None:
     """A version with its citations and review report."""
-    reader(ctx)
-    emit(services.show(ctx.app(), saga_id, number), as_json, render.version)
+    out = fast_reads.show(saga_id, number)
+    if out is None:  # not a plain SQLite read: the store's full path
+        reader(ctx)
+        out = services.show(ctx.app(), saga_id, number)
+    emit(out, as_json, render.version)
 
 
 @cli.command()

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from orchestrator.entrypoints.lazy import lazy_module
-from orchestrator.harness.principals import Principal
 
 if TYPE_CHECKING:
     from orchestrator import people
+    from orchestrator.harness.principals import Principal
 else:
     people = lazy_module("orchestrator.people")  # the store: loaded when a command runs, not for --help
 

@@ -1,32 +1,67 @@
 """Human-readable output for the CLI (the `--json` forms are the contract).
 
-On a terminal, tables fit its width and ids are never cut; piped, every
-record is one plain line (tab-free, two spaces apart) and nothing is
+On a terminal (rich), tables fit its width and ids are never cut; piped,
+every record is one plain line (tab-free, two spaces apart) and nothing is
 hard-wrapped, so a path or an id can be copied or grepped whole. Text that
 came from documents, sources or people is escaped, never read as markup.
+
+Piped output is written without rich, which is imported only for a
+terminal: a piped `pressroom status` starts without it. Piped text is
+printed as typed, as rich printed it piped: the control codes rich drops
+(BEL, BS, VT, FF, CR) are dropped, tabs are expanded to 8 columns; no
+`:name:` is read as an emoji code.
 """
 
 from __future__ import annotations
 
 import json
+import sys
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
+if TYPE_CHECKING:
+    from rich.console import Console
 
-out = Console(highlight=False)
-out.soft_wrap = not out.is_terminal  # piped: never hard-wrap at 80 columns
+_DROPPED = {code: None for code in (7, 8, 11, 12, 13)}
+
+
+@cache
+def console() -> Console:
+    """The rich console of a terminal (and of `trace`), made on first use."""
+    from rich.console import Console
+
+    made = Console(highlight=False)
+    made.soft_wrap = not made.is_terminal  # piped: never hard-wrap at 80 columns
+    return made
 
 
 def _piped() -> bool:
-    return not out.is_terminal
+    isatty = getattr(sys.stdout, "isatty", None)
+    try:
+        return not (isatty is not None and isatty())
+    except ValueError:  # a closed stream
+        return True
+
+
+def _write(text: str, end: str = "\n") -> None:
+    """Piped: `text` as typed, one plain record."""
+    sys.stdout.write(text.translate(_DROPPED).expandtabs(8) + end)
 
 
 def _line(*cells: object) -> None:
     """One record on one line, markup-free and never wrapped."""
-    out.print("  ".join(str(c) for c in cells).rstrip(), markup=False, soft_wrap=True)
+    text = "  ".join(str(c) for c in cells).rstrip()
+    if _piped():
+        _write(text)
+    else:
+        console().print(text, markup=False, soft_wrap=True)
+
+
+def escape(text: str) -> str:
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
 
 
 def plural(count: int, noun: str) -> str:
@@ -47,10 +82,13 @@ def receipt_text(receipt: object) -> str:
 
 def status(s: dict[str, Any]) -> None:
     digest = (s.get("version_digest") or "")[:12]
-    out.print(
-        f"[bold]{escape(s['saga_id'])}[/bold]  [cyan]{escape(s['state'])}[/cyan]  v{s['version']}  {digest}",
-        soft_wrap=True,
-    )
+    if _piped():
+        _write(f"{s['saga_id']}  {s['state']}  v{s['version']}  {digest}")
+    else:
+        console().print(
+            f"[bold]{escape(s['saga_id'])}[/bold]  [cyan]{escape(s['state'])}[/cyan]  v{s['version']}  {digest}",
+            soft_wrap=True,
+        )
     if s.get("title"):
         _line(f"  {s['title']}")
     if s.get("reason"):
@@ -68,10 +106,12 @@ def status(s: dict[str, Any]) -> None:
         for d in destinations:
             _line(d["uri"], d["state"], receipt_text(d.get("receipt")))
         return
+    from rich.table import Table
+
     table = Table("destination", "state", "receipt", box=None, pad_edge=False)
     for d in destinations:
         table.add_row(escape(d["uri"]), escape(d["state"]), escape(receipt_text(d.get("receipt"))))
-    out.print(table)
+    console().print(table)
 
 
 def saga_list(payload: dict[str, Any]) -> None:
@@ -82,6 +122,8 @@ def saga_list(payload: dict[str, Any]) -> None:
                 s["saga_id"], s["state"], f"v{s['version']}", s.get("updated_at") or "", s.get("title") or ""
             )
         return
+    from rich.table import Table
+
     table = Table(box=None, pad_edge=False)
     # The id is the value people copy: it never wraps or shrinks; the title gives way first.
     table.add_column("saga", no_wrap=True, min_width=max((len(s["saga_id"]) for s in sagas), default=4))
@@ -97,37 +139,44 @@ def saga_list(payload: dict[str, Any]) -> None:
             s.get("updated_at") or "",
             escape(s.get("title") or ""),
         )
+    out = console()
     out.print(table)
     if payload.get("next"):
         out.print(f"more: --after {payload['next']}", markup=False)
 
 
 def version(v: dict[str, Any]) -> None:
+    citations = v.get("citations") or []
+    review = v.get("review") or {}
+    findings = review.get("findings", [])
+    if _piped():
+        _write(f"v{v['version']} {v['version_digest']}  by {v['author']}")
+        _write(v["markdown"], end="" if v["markdown"].endswith("\n") else "\n")
+        for c in citations:
+            _line(c.get("marker", ""), c.get("source", ""), " ".join((c.get("quote") or "").split()))
+        if review:
+            _write(f"review: {review.get('verdict')} ({plural(len(findings), 'finding')})")
+        for f in findings if review else []:
+            _line(f"  - {f.get('rule')} at {f.get('location')}: {f.get('message')}")
+        for s in v.get("suspicious_sources", []):
+            _write(f"flagged source {s['source']}: {', '.join(s['reasons'])}")
+        return
+    from rich.markdown import Markdown
+    from rich.table import Table
+
+    out = console()
     out.print(
         f"[bold]v{v['version']}[/bold] {v['version_digest']}  by {escape(str(v['author']))}", soft_wrap=True
     )
-    if _piped():
-        out.print(
-            v["markdown"], markup=False, soft_wrap=True, end="" if v["markdown"].endswith("\n") else "\n"
-        )
-    else:
-        from rich.markdown import Markdown
-
-        out.print(Markdown(v["markdown"]))
-    citations = v.get("citations") or []
-    if citations and _piped():
-        for c in citations:
-            _line(c.get("marker", ""), c.get("source", ""), " ".join((c.get("quote") or "").split()))
-    elif citations:
+    out.print(Markdown(v["markdown"]))
+    if citations:
         table = Table("marker", "source", "quote", box=None, pad_edge=False)
         for c in citations:
             table.add_row(
                 escape(c.get("marker", "")), escape(c.get("source", "")), escape((c.get("quote") or "")[:80])
             )
         out.print(table)
-    review = v.get("review") or {}
     if review:
-        findings = review.get("findings", [])
         out.print(
             f"review: [bold]{escape(str(review.get('verdict')))}[/bold] ({plural(len(findings), 'finding')})",
             soft_wrap=True,
@@ -162,19 +211,33 @@ def history(h: dict[str, Any]) -> None:
         for row in rows:
             _line(*row)
         return
+    from rich.table import Table
+
     table = Table("time", "actor", "kind", "tool", "status", "detail", box=None, pad_edge=False)
     for row in rows:
         table.add_row(*(escape(str(cell)) for cell in row[:5]), escape(str(row[5])[:70]))
-    out.print(table)
+    console().print(table)
 
 
 def trace(h: dict[str, Any], span_file: str | None) -> None:
     from telemetry.render import read_span_file, render_waterfall, spans_for_saga
 
     spans = spans_for_saga(read_span_file(Path(span_file)), h["saga_id"]) if span_file else None
+    from rich.console import Console
+
     # A waterfall needs room: never narrower than 120 columns, even in a pipe.
-    wide = Console(highlight=False, width=max(out.width, 120))
+    wide = Console(highlight=False, width=max(console().width, 120))
     render_waterfall(h["events"], spans, console=wide)
 
 
-__all__ = ["approval", "history", "plural", "receipt_text", "saga_list", "status", "trace", "version"]
+__all__ = [
+    "approval",
+    "console",
+    "history",
+    "plural",
+    "receipt_text",
+    "saga_list",
+    "status",
+    "trace",
+    "version",
+]

@@ -31,6 +31,9 @@ PURE = [
     "roles.injection_rules",
     "roles.regex_gate",
     "orchestrator.harness.links",
+    "orchestrator.read_shapes",
+    "orchestrator.read_model",
+    "orchestrator.light_config",
 ]
 FORBIDDEN = [
     "sqlalchemy",

@@ -1,0 +1,68 @@
+"""`status` and `show` straight from a SQLite file, when that gives the same answer.
+
+`answer(ask)` tries the quick path: settings from `light_config` (no
+pydantic), the file through `store.sqlite_reads` (no SQLAlchemy), the
+shapes from `read_shapes` (the ones the full path uses). It returns None
+whenever the quick path is not sure — settings only `Settings()` can judge,
+a database that is missing, PostgreSQL or not at the head migration (the
+full path upgrades it), telemetry asked for, closed mode without a valid
+token, a saga or version not found, bad flags, any SQLite error — and the
+command then runs as before (`reader` + `services`), producing the answer
+or the error DESIGN.md defines. Both paths only read, so asking the second
+after the first gave up changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from orchestrator import light_config, read_model
+from orchestrator.light_config import ReadSettings
+from orchestrator.read_model import SagaReads
+from orchestrator.sqlite_reads import SqliteReads
+
+Ask = Callable[[SagaReads, ReadSettings], dict[str, Any]]
+
+
+def answer(ask: Ask) -> dict[str, Any] | None:
+    """`ask` on the quick path, or None: the full path must answer (module docstring)."""
+    settings = light_config.from_environment()
+    if settings is None:
+        return None
+    try:
+        reads = SqliteReads.open_at_head(settings.sqlite_path)
+        if reads is None:
+            return None
+        with reads:
+            read_model.may_read(reads, settings.token)
+            return ask(reads, settings)
+    except Exception:
+        # Unanswered, a refusal or bad input, a locked or odd file: every one of them is the
+        # full path's to word (it reads the same rows), so nothing is reported from here.
+        return None
+
+
+def status(
+    saga_id: str | None, *, limit: int | None, after: str | None, waiting: bool
+) -> dict[str, Any] | None:
+    def ask(reads: SagaReads, settings: ReadSettings) -> dict[str, Any]:
+        return read_model.status(
+            reads,
+            saga_id,
+            limit=limit,
+            after=after,
+            waiting=waiting,
+            reminder=settings.review_reminder,
+            now=datetime.now(UTC),
+        )
+
+    return answer(ask)
+
+
+def show(saga_id: str, number: int | None) -> dict[str, Any] | None:
+    return answer(lambda reads, _settings: read_model.show(reads, saga_id, number))
+
+
+__all__ = ["answer", "show", "status"]

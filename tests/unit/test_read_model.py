@@ -1,0 +1,128 @@
+"""The quick reads of `status` and `show` on the read port, with records in memory (no I/O).
+
+Whatever they are not sure of is `Unanswered` (the CLI then asks the full path);
+what they answer has the shapes of `orchestrator.read_shapes`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, NamedTuple
+
+import pytest
+
+from orchestrator import read_model
+from orchestrator.core.errors import InvalidInput
+from orchestrator.read_model import Unanswered
+from orchestrator.read_shapes import decode_cursor
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+class Saga(NamedTuple):
+    id: str
+    brief: str = "b"
+    state: str = "ready-for-review"
+    head_version: int = 1
+    destinations: list[str] = ["site:/x"]
+    review_rounds: int = 0
+    created_by: str = "sam"
+    reason: str | None = None
+    cancel_requested_by: str | None = None
+    ready_at: datetime | None = T0
+    created_at: datetime = T0
+    updated_at: datetime = T0
+
+
+class Version(NamedTuple):
+    number: int
+    digest: str = "d" * 64
+    title: str = "T"
+    author: str = "writer"
+    markdown: str = "# T\n"
+    citations: list[dict[str, Any]] = []
+    evidence_digest: str | None = None
+    review: dict[str, Any] | None = None
+    created_at: datetime = T0
+
+
+class MemoryReads:
+    """The read port over lists, for these tests."""
+
+    def __init__(self, sagas: list[Saga], users: dict[str, bool] | None = None) -> None:
+        self.rows = sagas
+        self.users = users or {}
+
+    def any_user(self) -> bool:
+        return bool(self.users)
+
+    def token_is_valid(self, token: str) -> bool:
+        return self.users.get(token, False)
+
+    def find_saga(self, ref: str) -> Saga | None:
+        found = [s for s in self.rows if s.id == ref] or [s for s in self.rows if s.id.startswith(ref)]
+        return found[0] if len(found) == 1 else None
+
+    def sagas(
+        self, limit: int, *, after: tuple[datetime, str] | None, ready_since: datetime | None
+    ) -> list[Saga]:
+        rows = sorted(self.rows, key=lambda s: (s.created_at, s.id), reverse=True)
+        if after:
+            rows = [s for s in rows if (s.created_at, s.id) < after]
+        if ready_since:
+            rows = [s for s in rows if s.ready_at is not None and s.ready_at <= ready_since]
+        return rows[:limit]
+
+    def version(self, saga_id: str, number: int) -> Version | None:
+        return Version(number) if number == 1 else None
+
+    def steps(self, saga_id: str) -> Sequence[Any]:
+        return []
+
+    def latest_approval(self, saga_id: str) -> Any:
+        return None
+
+    def artifact_body(self, digest: str) -> dict[str, Any] | None:
+        return None
+
+
+def _status(reads: MemoryReads, saga_id: str | None = None, **kw: Any) -> dict[str, Any]:
+    args: dict[str, Any] = {"limit": None, "after": None, "waiting": False, "reminder": None, "now": T0, **kw}
+    return read_model.status(reads, saga_id, **args)
+
+
+def test_open_mode_reads_and_closed_mode_needs_a_valid_token() -> None:
+    read_model.may_read(MemoryReads([]), None)
+    closed = MemoryReads([], users={"pr_good": True, "pr_revoked": False})
+    read_model.may_read(closed, " pr_good ")
+    for token in (None, "", "pr_revoked", "pr_unknown"):
+        with pytest.raises(Unanswered):
+            read_model.may_read(closed, token)
+
+
+def test_pages_follow_the_cursor_and_the_waiting_list() -> None:
+    reads = MemoryReads([Saga(f"s{i}", created_at=T0 + timedelta(minutes=i)) for i in range(5)])
+    first = _status(reads, limit=2)
+    assert [s["saga_id"] for s in first["sagas"]] == ["s4", "s3"] and first["has_more"]
+    assert decode_cursor(first["next"])[1] == "s3"
+    rest = _status(reads, limit=10, after=first["next"])
+    assert [s["saga_id"] for s in rest["sagas"]] == ["s2", "s1", "s0"] and rest["next"] is None
+    waiting = _status(reads, waiting=True, now=T0 + timedelta(hours=1), reminder=1800)
+    assert len(waiting["sagas"]) == 5 and waiting["sagas"][0]["ready_at"] == "2026-01-01T00:00:00Z"
+    with pytest.raises(InvalidInput):  # the shared check: the CLI then lets the full path word it
+        _status(reads, limit=0)
+
+
+def test_what_it_is_not_sure_of_is_unanswered() -> None:
+    reads = MemoryReads([Saga("abc123"), Saga("fresh0", head_version=0)])
+    assert _status(reads, "abc123")["destinations"][0]["idempotency_key"]
+    for ask in (
+        lambda: _status(reads, "abc123", limit=1),
+        lambda: _status(reads, "nosuch"),
+        lambda: read_model.show(reads, "abc123", 2),
+        lambda: read_model.show(reads, "fresh0", None),
+    ):
+        with pytest.raises(Unanswered):
+            ask()
+    assert read_model.show(reads, "abc", None)["version"] == 1
