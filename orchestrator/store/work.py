@@ -4,6 +4,14 @@ Every dispatched piece of work has a row with a lease deadline. A consumer
 must take the lease before it works (a duplicate copy cannot take a lease
 that is held) and completes the work in the same transaction as its state
 change. A sweeper re-sends work whose lease ran out, up to a cap.
+
+On PostgreSQL the claim skips a work row another transaction holds locked:
+a consumer that takes the lease inside its final transaction (short work,
+see `App.handle`) holds the row lock while it works, and a duplicate copy
+finds the lease held at once instead of waiting for that lock. Such a claim
+becomes visible only when that transaction commits, so a consumer that dies
+first leaves no holder on the row: the sweeper then counts the lost delivery
+itself (`sweep_expired`), and the attempts cap holds either way.
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import Table, bindparam, or_, update
+from sqlalchemy import select as core_select
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
@@ -47,6 +56,24 @@ _CLAIM_LEASE = (
     .values(holder=bindparam("new_holder"), lease_until=bindparam("until"), attempts=_WORK.c.attempts + 1)
     .returning(_WORK.c.attempts)
 )
+# PostgreSQL: the same claim, skipping a row locked by another transaction
+# (a consumer working inside its claiming transaction) instead of waiting on it.
+_CLAIMABLE = (
+    core_select(_WORK.c.id)
+    .where(
+        _WORK.c.id == bindparam("work_id"),
+        _WORK.c.done_at.is_(None),
+        or_(_WORK.c.holder.is_(None), _WORK.c.lease_until < bindparam("now")),
+    )
+    .with_for_update(skip_locked=True)
+    .scalar_subquery()
+)
+_CLAIM_LEASE_SKIP_LOCKED = (
+    update(_WORK)
+    .where(_WORK.c.id == _CLAIMABLE)
+    .values(holder=bindparam("new_holder"), lease_until=bindparam("until"), attempts=_WORK.c.attempts + 1)
+    .returning(_WORK.c.attempts)
+)
 _COMPLETE = (
     update(_WORK)
     .where(
@@ -60,16 +87,15 @@ _COMPLETE = (
 
 def claim_lease(session: Session, work_id: str, holder: str, lease: float) -> int | None:
     """In the caller's transaction: take the lease of unfinished work whose
-    lease is free or ran out; the attempt number, or None when it is held or done."""
+    lease is free or ran out; the attempt number, or None when it is held, done,
+    or (PostgreSQL) locked by a consumer working inside its claiming transaction."""
     now = utcnow()
-    taken = (
-        session.connection()
-        .execute(
-            _CLAIM_LEASE,
-            {"work_id": work_id, "now": now, "new_holder": holder, "until": now + timedelta(seconds=lease)},
-        )
-        .first()
-    )
+    conn = session.connection()
+    statement = _CLAIM_LEASE_SKIP_LOCKED if conn.dialect.name == "postgresql" else _CLAIM_LEASE
+    taken = conn.execute(
+        statement,
+        {"work_id": work_id, "now": now, "new_holder": holder, "until": now + timedelta(seconds=lease)},
+    ).first()
     return int(taken[0]) if taken is not None else None
 
 
@@ -123,6 +149,11 @@ def sweep_expired(
         if engine.dialect.name == "postgresql":
             query = query.with_for_update(skip_locked=True)
         for row in uow.session.exec(query).all():
+            # No holder: no claim of the last delivery was ever committed (the broker
+            # lost it, or its consumer died inside the transaction that claimed it):
+            # that lost delivery counts as an attempt here, as a committed claim does.
+            if row.holder is None:
+                row.attempts += 1
             if row.attempts >= max_attempts:
                 row.done_at = now
                 row.holder = "exhausted"
