@@ -68,7 +68,7 @@ class App:
     memory_destinations: bool = False
     # Queues whose work takes its lease inside its final transaction on
     # PostgreSQL (`folds_lease`): short work that never renews its lease.
-    short_queues: frozenset[str] = frozenset({"researcher", "writer", "reviewer"})
+    short_queues: frozenset[str] = frozenset({"writer", "reviewer"})
 
     # -- producing ---------------------------------------------------------
     def dispatch(
@@ -166,9 +166,11 @@ class App:
         """Whether this queue's work takes its lease inside its final transaction.
 
         PostgreSQL only, and only for short work that never renews its lease nor
-        touches its work row from another connection: every role but the
-        publisher (whose destination calls may be slow and whose runner renews
-        the lease between destinations, on a connection of its own).
+        touches its work row from another connection: the writer and the
+        reviewer. The researcher may index a large corpus first (minutes), and
+        its lease is what shows that it is at work; the publisher's destination
+        calls may be slow and its runner renews the lease between destinations,
+        on a connection of its own. Both take the lease first.
         """
         return queue in self.short_queues and self.engine.dialect.name == "postgresql"
 
@@ -213,8 +215,10 @@ class App:
         finds it held at once (`claim_lease` skips locked rows) and the sweeper
         skips the row. Whenever the handler ends without its result (it defers,
         or raises something unexpected) the lease is committed, relaxed, exactly
-        as the lease-first path would have left it; a consumer that dies leaves
-        the row as it was and the sweeper counts the lost delivery.
+        as the lease-first path would have left it. A consumer that dies leaves
+        the row as it was before the delivery: the sweeper resends the work when
+        the lease it had runs out, without counting an attempt (as for a message
+        the broker lost).
         """
         consumer = env.task
         try:

@@ -9,9 +9,12 @@ On PostgreSQL the claim skips a work row another transaction holds locked:
 a consumer that takes the lease inside its final transaction (short work,
 see `App.handle`) holds the row lock while it works, and a duplicate copy
 finds the lease held at once instead of waiting for that lock. Such a claim
-becomes visible only when that transaction commits, so a consumer that dies
-first leaves no holder on the row: the sweeper then counts the lost delivery
-itself (`sweep_expired`), and the attempts cap holds either way.
+becomes visible only when that transaction commits (or when the handler
+defers or raises, which commits the lease). A consumer that dies inside it
+leaves the row as it was before the delivery: the sweeper resends it once
+its lease runs out, like a delivery the broker lost, and neither counts
+towards the attempts cap (a backlog longer than the lease must not fail a
+saga that was never worked on).
 """
 
 from __future__ import annotations
@@ -149,11 +152,6 @@ def sweep_expired(
         if engine.dialect.name == "postgresql":
             query = query.with_for_update(skip_locked=True)
         for row in uow.session.exec(query).all():
-            # No holder: no claim of the last delivery was ever committed (the broker
-            # lost it, or its consumer died inside the transaction that claimed it):
-            # that lost delivery counts as an attempt here, as a committed claim does.
-            if row.holder is None:
-                row.attempts += 1
             if row.attempts >= max_attempts:
                 row.done_at = now
                 row.holder = "exhausted"
