@@ -18,6 +18,10 @@ MODE:
 * `shipped`: `App.handle` as it is.
 * `nosync`: every connection of this process runs with
   `synchronous_commit = off` (a reference, not a proposal).
+* `leasefirst`: `App.handle` with `App.short_queues` empty, so every queue
+  takes its lease in a relaxed transaction of its own before the handler
+  (the publisher's path, and every queue's before the lease was folded into
+  the final transaction).
 
 Completion is signalled the same way on every path: one RPUSH of a JSON
 record with wall-clock stamps (time.time(), one clock for every process on
@@ -154,6 +158,8 @@ def main() -> None:
     if mode == "nosync":
         app.engine.dispose()
         no_flush_wait(app.engine)
+    if mode == "leasefirst":
+        app.short_queues = frozenset()
     handler = noop_handler(signals, prerun, stamps)
     for name in TASKS:
         app.handlers[name] = handler

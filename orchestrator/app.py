@@ -67,6 +67,9 @@ class App:
     # `memory:` destinations at submit: for tests and `pressroom eval` only,
     # turned on by `build_app(memory_destinations=True)`, never by a setting.
     memory_destinations: bool = False
+    # Queues whose work takes its lease inside its final transaction on
+    # PostgreSQL (`folds_lease`): short work that never renews its lease.
+    short_queues: frozenset[str] = frozenset({"writer", "reviewer"})
 
     # -- producing ---------------------------------------------------------
     def dispatch(
@@ -139,7 +142,6 @@ class App:
             return self._handle(env)
 
     def _handle(self, env: Envelope) -> str:
-        consumer = env.task
         try:
             handoff = Handoff.model_validate(env.payload)
         except ValidationError as exc:
@@ -151,61 +153,144 @@ class App:
             return "dead-letter"
         attrs = {names.ATTR_SAGA_ID: handoff.saga_id}
         with propagation.process_span(env.queue, env.message_id, self.broker.system, env.headers, attrs):
+            if self.folds_lease(env.queue):
+                outcome = self._handle_in_one_transaction(env, handoff)
+            else:
+                outcome = self._handle_with_lease_first(env, handoff)
+            if outcome == "applied":
+                # Committed: the broker's ack follows when this task returns.
+                with propagation.settle_span(env.queue, env.message_id, self.broker.system, attrs):
+                    pass
+        return outcome
+
+    def folds_lease(self, queue: str) -> bool:
+        """Whether this queue's work takes its lease inside its final transaction.
+
+        PostgreSQL only, and only for short work that never renews its lease nor
+        touches its work row from another connection: the writer and the
+        reviewer. The researcher may index a large corpus first (minutes), and
+        its lease is what shows that it is at work; the publisher's destination
+        calls may be slow and its runner renews the lease between destinations,
+        on a connection of its own. Both take the lease first.
+        """
+        return queue in self.short_queues and self.engine.dialect.name == "postgresql"
+
+    def _handle_with_lease_first(self, env: Envelope, handoff: Handoff) -> str:
+        """The lease in a relaxed transaction of its own, then the handler, then the
+        inbox row, the completion and the handler's changes in one durable commit."""
+        consumer = env.task
+        with unit_of_work(self.engine) as uow:
+            if already_applied(uow.session, env.message_id):
+                return "duplicate"
+            taken = claim_lease(uow.session, handoff.work_id, env.message_id, self.settings.lease_seconds)
+            relaxed_commit(uow.session)
+        if taken is None:
+            return self._lease_held(env, handoff)
+        handler = self.handlers[env.task]
+        try:
+            finalize = handler(handoff, env.message_id)
+        except RetryLater as exc:
+            # The lease is kept: the sweeper sends the work again once it runs out.
+            return self._deferred(env, handoff, exc)
+        except (InvalidInput, NotFound, Refused) as exc:
+            return self._set_aside(env, handoff, exc)
+        try:
+            with unit_of_work(self.engine) as uow:
+                if not claim(uow.session, env.message_id, consumer):
+                    return "duplicate"
+                if not complete(uow.session, handoff.work_id, env.message_id):
+                    uow.session.rollback()
+                    return "lease-lost"
+                finalize(uow)
+                self._applied_event(uow, env, handoff)
+        except IntegrityError:
+            # A copy of this message committed its inbox row first: nothing applied twice.
+            return "duplicate"
+        return "applied"
+
+    def _handle_in_one_transaction(self, env: Envelope, handoff: Handoff) -> str:
+        """Inbox check, lease, handler, inbox row, completion and the handler's
+        changes in one transaction on one connection, committed once (durably).
+
+        The lease is the work row's lock while the handler runs: a duplicate copy
+        finds it held at once (`claim_lease` skips locked rows) and the sweeper
+        skips the row. Whenever the handler ends without its result (it defers,
+        or raises something unexpected) the lease is committed, relaxed, exactly
+        as the lease-first path would have left it. A consumer that dies leaves
+        the row as it was before the delivery: the sweeper resends the work when
+        the lease it had runs out, without counting an attempt (as for a message
+        the broker lost).
+        """
+        consumer = env.task
+        try:
             with unit_of_work(self.engine) as uow:
                 if already_applied(uow.session, env.message_id):
                     return "duplicate"
                 taken = claim_lease(uow.session, handoff.work_id, env.message_id, self.settings.lease_seconds)
-                relaxed_commit(uow.session)
-            if taken is None:
-                self.store.record_event(
-                    saga_id=handoff.saga_id,
-                    actor=consumer,
-                    kind="message",
-                    status="dropped",
-                    detail={"message_id": env.message_id, "reason": "work done or its lease is held"},
-                )
-                return "lease-held"
-            handler = self.handlers[env.task]
-            try:
-                finalize = handler(handoff, env.message_id)
-            except RetryLater as exc:
-                # The lease is kept: the sweeper sends the work again once it runs out.
-                self.store.record_event(
-                    saga_id=handoff.saga_id,
-                    actor=consumer,
-                    kind="message",
-                    status="deferred",
-                    detail={"message_id": env.message_id, "reason": str(exc)},
-                )
-                return "deferred"
-            except (InvalidInput, NotFound, Refused) as exc:
-                # No retry fixes this: set it aside instead of letting its lease bring it back.
-                log.error("message %s set aside as a dead letter: %s", env.message_id, exc)
-                self.dead_letter(env, f"{type(exc).__name__}: {exc}", work_id=handoff.work_id)
-                return "dead-letter"
-            try:
-                with unit_of_work(self.engine) as uow:
-                    if not claim(uow.session, env.message_id, consumer):
-                        return "duplicate"
-                    if not complete(uow.session, handoff.work_id, env.message_id):
-                        uow.session.rollback()
-                        return "lease-lost"
-                    finalize(uow)
-                    insert_event(
-                        uow.session,
-                        saga_id=handoff.saga_id,
-                        actor=consumer,
-                        kind="message",
-                        status="applied",
-                        detail={"message_id": env.message_id, "work_id": handoff.work_id},
-                    )
-            except IntegrityError:
-                # A copy of this message committed its inbox row first: nothing applied twice.
-                return "duplicate"
-            # Committed: the broker's ack follows when this task returns.
-            with propagation.settle_span(env.queue, env.message_id, self.broker.system, attrs):
-                pass
+                if taken is None:
+                    uow.session.rollback()
+                    return self._lease_held(env, handoff)
+                try:
+                    finalize = self.handlers[env.task](handoff, env.message_id)
+                except RetryLater as exc:
+                    relaxed_commit(uow.session)
+                    uow.session.commit()
+                    return self._deferred(env, handoff, exc)
+                except (InvalidInput, NotFound, Refused) as exc:
+                    uow.session.rollback()  # the work row's lock goes before it is set aside
+                    return self._set_aside(env, handoff, exc)
+                except BaseException:
+                    relaxed_commit(uow.session)
+                    uow.session.commit()
+                    raise
+                if not claim(uow.session, env.message_id, consumer):
+                    uow.session.rollback()
+                    return "duplicate"
+                if not complete(uow.session, handoff.work_id, env.message_id):
+                    uow.session.rollback()
+                    return "lease-lost"
+                finalize(uow)
+                self._applied_event(uow, env, handoff)
+        except IntegrityError:
+            return "duplicate"
         return "applied"
+
+    def _lease_held(self, env: Envelope, handoff: Handoff) -> str:
+        self.store.record_event(
+            saga_id=handoff.saga_id,
+            actor=env.task,
+            kind="message",
+            status="dropped",
+            detail={"message_id": env.message_id, "reason": "work done or its lease is held"},
+        )
+        return "lease-held"
+
+    def _deferred(self, env: Envelope, handoff: Handoff, exc: RetryLater) -> str:
+        self.store.record_event(
+            saga_id=handoff.saga_id,
+            actor=env.task,
+            kind="message",
+            status="deferred",
+            detail={"message_id": env.message_id, "reason": str(exc)},
+        )
+        return "deferred"
+
+    def _set_aside(self, env: Envelope, handoff: Handoff, exc: Exception) -> str:
+        # No retry fixes this: set it aside instead of letting its lease bring it back.
+        log.error("message %s set aside as a dead letter: %s", env.message_id, exc)
+        self.dead_letter(env, f"{type(exc).__name__}: {exc}", work_id=handoff.work_id)
+        return "dead-letter"
+
+    @staticmethod
+    def _applied_event(uow: UnitOfWork, env: Envelope, handoff: Handoff) -> None:
+        insert_event(
+            uow.session,
+            saga_id=handoff.saga_id,
+            actor=env.task,
+            kind="message",
+            status="applied",
+            detail={"message_id": env.message_id, "work_id": handoff.work_id},
+        )
 
     def dead_letter(self, env: Envelope, reason: str, *, work_id: str | None = None) -> str:
         """Record `env` as a dead letter (row, event, metric); its id."""

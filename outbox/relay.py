@@ -14,19 +14,44 @@ import threading
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 
+from sqlalchemy import Table, bindparam, select, update
 from sqlalchemy.engine import Engine
-from sqlmodel import col, select
 
-from orchestrator.store.db import is_postgres, unit_of_work
+from orchestrator.store.db import is_postgres, relaxed_commit, unit_of_work
 from orchestrator.store.outbox_tables import OutboxRow
 from orchestrator.store.tables import utcnow
 from outbox.broker import Broker, BrokerUnavailable
-from outbox.writer import envelope_of
+from outbox.messages import Envelope
 from telemetry import metrics, propagation
 
 log = logging.getLogger(__name__)
 
 Sweeper = Callable[[], int]
+
+# Core statements built once (the relay reads and marks whole batches).
+_OUTBOX: Table = OutboxRow.__table__  # type: ignore[attr-defined]
+_UNSENT = (
+    select(
+        _OUTBOX.c.id,
+        _OUTBOX.c.task,
+        _OUTBOX.c.queue,
+        _OUTBOX.c.payload,
+        _OUTBOX.c.headers,
+        _OUTBOX.c.created_at,
+    )
+    .where(_OUTBOX.c.sent_at.is_(None), _OUTBOX.c.created_at <= bindparam("cutoff"))
+    .order_by(_OUTBOX.c.created_at)
+)
+_MARK_SENT = (
+    update(_OUTBOX)
+    .where(_OUTBOX.c.id.in_(bindparam("ids", expanding=True)), _OUTBOX.c.sent_at.is_(None))
+    .values(sent_at=bindparam("now"), send_attempts=_OUTBOX.c.send_attempts + 1)
+)
+_REFUSED = (
+    update(_OUTBOX)
+    .where(_OUTBOX.c.id == bindparam("row_id"))
+    .values(send_attempts=_OUTBOX.c.send_attempts + 1, last_error=bindparam("error"))
+)
 
 
 class Relay:
@@ -51,40 +76,47 @@ class Relay:
         self.failures = 0
 
     def run_once(self) -> int:
-        """Send one batch of rows older than the grace period; the count sent."""
+        """Send one batch of rows older than the grace period; the count sent.
+
+        One transaction per batch: the rows are read (PostgreSQL: claimed with
+        `FOR UPDATE SKIP LOCKED`), sent one by one, and every row the broker
+        took is marked sent with one `UPDATE` at the end (relaxed commit: a
+        mark lost to a crash means the row is sent again and deduplicated by
+        the consumer's inbox). A broker refusal stops the batch; that row's
+        attempt and error are recorded in the same transaction.
+        """
         cutoff = utcnow() - timedelta(seconds=self.grace)
-        sent = 0
+        query = _UNSENT.limit(self.batch)
+        if is_postgres(str(self.engine.url)):
+            query = query.with_for_update(skip_locked=True)
+        sent: list[str] = []
         with unit_of_work(self.engine) as uow:
-            query = (
-                select(OutboxRow)
-                .where(col(OutboxRow.sent_at).is_(None), col(OutboxRow.created_at) <= cutoff)
-                .order_by(col(OutboxRow.created_at))
-                .limit(self.batch)
-            )
-            if is_postgres(str(self.engine.url)):
-                query = query.with_for_update(skip_locked=True)
-            for row in uow.session.exec(query).all():
-                env = envelope_of(row)
+            conn = uow.session.connection()
+            for row in conn.execute(query, {"cutoff": cutoff}).all():
+                env = Envelope(
+                    message_id=row.id,
+                    task=row.task,
+                    queue=row.queue,
+                    payload=row.payload,
+                    headers=row.headers,
+                )
                 try:
                     with propagation.send_span(
                         env.queue, env.message_id, self.broker.system, env.headers, {}
                     ):
                         self.broker.send(env)
                 except BrokerUnavailable as exc:
-                    row.send_attempts += 1
-                    row.last_error = str(exc)[:500]
-                    uow.session.add(row)
+                    conn.execute(_REFUSED, {"row_id": row.id, "error": str(exc)[:500]})
                     self.failures += 1
                     log.warning("broker unavailable (%d): %s", self.failures, exc)
                     break
-                now = utcnow()
-                row.sent_at = now
-                row.send_attempts += 1
-                uow.session.add(row)
-                metrics.record_outbox_lag((now - row.created_at).total_seconds(), row.queue)
-                sent += 1
+                metrics.record_outbox_lag((utcnow() - row.created_at).total_seconds(), row.queue)
+                sent.append(row.id)
                 self.failures = 0
-        return sent
+            if sent:
+                conn.execute(_MARK_SENT, {"ids": sent, "now": utcnow()})
+                relaxed_commit(uow.session)
+        return len(sent)
 
     def sweep(self) -> int:
         recovered = 0

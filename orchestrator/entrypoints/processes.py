@@ -10,6 +10,14 @@ import click
 
 from orchestrator.core.errors import InvalidInput
 from orchestrator.core.routing import QUEUES
+from orchestrator.entrypoints.worker_pools import (
+    PUBLISHER_CONCURRENCY,
+    ROLE_QUEUES,
+    PublisherChild,
+    default_concurrency,
+    default_pool,
+    shares_publisher,
+)
 
 
 def _queues(text: str) -> list[str]:
@@ -31,52 +39,87 @@ def _stop_on_signals() -> threading.Event:
     return stop
 
 
+def _worker(queues: str | None, concurrency: int | None, pool: str | None, loglevel: str) -> None:
+    from orchestrator.core.config import Settings
+
+    names = _queues(queues) if queues is not None else list(ROLE_QUEUES)
+    if concurrency is not None and concurrency < 1:
+        raise InvalidInput(f"--concurrency must be at least 1, got {concurrency}")
+    settings = Settings()
+    if not settings.broker_url.startswith(("redis", "rediss", "amqp", "pyamqp")):
+        raise InvalidInput("pressroom worker needs PRESSROOM_BROKER_URL=redis://… or amqp://…")
+    if shares_publisher(names):
+        click.echo(
+            "note: the publisher queue shares this worker; a slow destination holds up the other "
+            "queues (run `pressroom worker --queues publisher` on its own instead)",
+            err=True,
+        )
+    chosen = pool or default_pool(names)
+    size = concurrency or default_concurrency(names, chosen)
+    child = PublisherChild(loglevel, None) if queues is None else None
+    if child is not None:
+        child.start()
+    try:
+        code = _run_celery_worker(names, size, chosen, loglevel, settings)
+    finally:
+        child_code = child.stop() if child is not None else 0
+    if code or child_code:
+        raise SystemExit(code or child_code)  # non-zero: the supervisor restarts the worker
+
+
+def _run_celery_worker(names: list[str], concurrency: int, pool: str, loglevel: str, settings: Any) -> int:
+    from orchestrator.bootstrap import build_app
+    from orchestrator.celery_app import make_celery, run_worker, set_worker_queues, use_app_factory
+    from orchestrator.observability import start_tracing
+
+    set_worker_queues(names)
+    use_app_factory(build_app)
+    if pool != "prefork":
+        start_tracing("pressroom-worker-" + "-".join(names), settings)
+    celery = make_celery(settings.broker_url, max_retries=settings.broker_max_retries)
+    return run_worker(
+        celery,
+        [
+            "-Q",
+            ",".join(names),
+            "--concurrency",
+            str(concurrency),
+            "--pool",
+            pool,
+            "--loglevel",
+            loglevel,
+            "-n",
+            f"pressroom-{'-'.join(names)}@%h",
+            "--without-gossip",
+            "--without-mingle",
+        ],
+    )
+
+
 def register(cli: click.Group, pass_ctx: Any) -> None:
     @cli.command()
     @click.option(
-        "--queues", default=",".join(QUEUES), show_default=True, help="Comma-separated role queues."
+        "--queues",
+        default=None,
+        help="Comma-separated role queues. Default: researcher, writer and reviewer in this worker, "
+        "and publisher in a worker process of its own on a threads pool.",
     )
-    @click.option("--concurrency", type=int, default=1, show_default=True)
     @click.option(
-        "--pool", type=click.Choice(["prefork", "solo", "threads"]), default="prefork", show_default=True
+        "--concurrency",
+        type=int,
+        default=None,
+        help=f"Pool size. Default: {PUBLISHER_CONCURRENCY} threads for --queues publisher, 1 otherwise.",
+    )
+    @click.option(
+        "--pool",
+        type=click.Choice(["prefork", "solo", "threads"]),
+        default=None,
+        help="Default: threads for --queues publisher, prefork otherwise.",
     )
     @click.option("--loglevel", default="INFO", show_default=True)
-    def worker(queues: str, concurrency: int, pool: str, loglevel: str) -> None:
+    def worker(queues: str | None, concurrency: int | None, pool: str | None, loglevel: str) -> None:
         """A Celery worker for role queues (needs PRESSROOM_BROKER_URL)."""
-        from orchestrator.core.config import Settings
-
-        names = _queues(queues)
-        settings = Settings()
-        if not settings.broker_url.startswith(("redis", "rediss", "amqp", "pyamqp")):
-            raise InvalidInput("pressroom worker needs PRESSROOM_BROKER_URL=redis://… or amqp://…")
-        from orchestrator.bootstrap import build_app
-        from orchestrator.celery_app import make_celery, run_worker, set_worker_queues, use_app_factory
-        from orchestrator.observability import start_tracing
-
-        set_worker_queues(names)
-        use_app_factory(build_app)
-        if pool != "prefork":
-            start_tracing("pressroom-worker-" + "-".join(names), settings)
-        celery = make_celery(settings.broker_url, max_retries=settings.broker_max_retries)
-        code = run_worker(
-            celery,
-            [
-                "-Q",
-                ",".join(names),
-                "--concurrency",
-                str(concurrency),
-                "--pool",
-                pool,
-                "--loglevel",
-                loglevel,
-                "-n",
-                f"pressroom-{'-'.join(names)}@%h",
-                "--without-gossip",
-                "--without-mingle",
-            ],
-        )
-        if code:
-            raise SystemExit(code)  # non-zero: the supervisor restarts the worker
+        _worker(queues, concurrency, pool, loglevel)
 
     @cli.command()
     @click.option("--once", is_flag=True, help="Send what is pending, sweep leases once, and exit.")

@@ -4,6 +4,17 @@ Every dispatched piece of work has a row with a lease deadline. A consumer
 must take the lease before it works (a duplicate copy cannot take a lease
 that is held) and completes the work in the same transaction as its state
 change. A sweeper re-sends work whose lease ran out, up to a cap.
+
+On PostgreSQL the claim skips a work row another transaction holds locked:
+a consumer that takes the lease inside its final transaction (short work,
+see `App.handle`) holds the row lock while it works, and a duplicate copy
+finds the lease held at once instead of waiting for that lock. Such a claim
+becomes visible only when that transaction commits (or when the handler
+defers or raises, which commits the lease). A consumer that dies inside it
+leaves the row as it was before the delivery: the sweeper resends it once
+its lease runs out, like a delivery the broker lost, and neither counts
+towards the attempts cap (a backlog longer than the lease must not fail a
+saga that was never worked on).
 """
 
 from __future__ import annotations
@@ -13,6 +24,7 @@ from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import Table, bindparam, or_, update
+from sqlalchemy import select as core_select
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
@@ -47,6 +59,24 @@ _CLAIM_LEASE = (
     .values(holder=bindparam("new_holder"), lease_until=bindparam("until"), attempts=_WORK.c.attempts + 1)
     .returning(_WORK.c.attempts)
 )
+# PostgreSQL: the same claim, skipping a row locked by another transaction
+# (a consumer working inside its claiming transaction) instead of waiting on it.
+_CLAIMABLE = (
+    core_select(_WORK.c.id)
+    .where(
+        _WORK.c.id == bindparam("work_id"),
+        _WORK.c.done_at.is_(None),
+        or_(_WORK.c.holder.is_(None), _WORK.c.lease_until < bindparam("now")),
+    )
+    .with_for_update(skip_locked=True)
+    .scalar_subquery()
+)
+_CLAIM_LEASE_SKIP_LOCKED = (
+    update(_WORK)
+    .where(_WORK.c.id == _CLAIMABLE)
+    .values(holder=bindparam("new_holder"), lease_until=bindparam("until"), attempts=_WORK.c.attempts + 1)
+    .returning(_WORK.c.attempts)
+)
 _COMPLETE = (
     update(_WORK)
     .where(
@@ -60,16 +90,15 @@ _COMPLETE = (
 
 def claim_lease(session: Session, work_id: str, holder: str, lease: float) -> int | None:
     """In the caller's transaction: take the lease of unfinished work whose
-    lease is free or ran out; the attempt number, or None when it is held or done."""
+    lease is free or ran out; the attempt number, or None when it is held, done,
+    or (PostgreSQL) locked by a consumer working inside its claiming transaction."""
     now = utcnow()
-    taken = (
-        session.connection()
-        .execute(
-            _CLAIM_LEASE,
-            {"work_id": work_id, "now": now, "new_holder": holder, "until": now + timedelta(seconds=lease)},
-        )
-        .first()
-    )
+    conn = session.connection()
+    statement = _CLAIM_LEASE_SKIP_LOCKED if conn.dialect.name == "postgresql" else _CLAIM_LEASE
+    taken = conn.execute(
+        statement,
+        {"work_id": work_id, "now": now, "new_holder": holder, "until": now + timedelta(seconds=lease)},
+    ).first()
     return int(taken[0]) if taken is not None else None
 
 

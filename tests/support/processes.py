@@ -58,9 +58,10 @@ class Processes:
         return proc
 
     def worker(self, name: str = "worker", queues: str = "researcher,writer,reviewer,publisher") -> Proc:
-        return self.start(
-            name, PRESSROOM, "worker", "--queues", queues, "--pool", "solo", "--loglevel", "INFO"
-        )
+        # Role workers run solo (one process, simple to kill); a publisher-only worker runs its
+        # shipped default, a threads pool.
+        pool = [] if queues == "publisher" else ["--pool", "solo"]
+        return self.start(name, PRESSROOM, "worker", "--queues", queues, *pool, "--loglevel", "INFO")
 
     def relay(self, name: str = "relay") -> Proc:
         return self.start(name, PRESSROOM, "relay")

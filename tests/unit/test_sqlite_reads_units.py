@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 from sqlalchemy.dialects import sqlite
 
-from orchestrator.store import schema
 from orchestrator.sqlite_reads import head_revision, sql_datetime
+from orchestrator.store import schema
 
 
 def test_the_head_revision_is_alembics() -> None:

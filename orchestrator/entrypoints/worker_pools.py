@@ -1,0 +1,111 @@
+"""Which pool serves which queue, and the publisher's own worker process.
+
+The publisher's work waits on destinations (a webhook may take seconds), so
+it never shares a worker with the role queues: by default it runs in its own
+worker process on a threads pool, where a slow destination holds one thread
+while the others publish. The role queues' work is CPU-bound and keeps
+Celery's default pool. No I/O except `PublisherChild`, which starts and stops
+that process for `pressroom worker` run without `--queues`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+from orchestrator.core.routing import QUEUES
+
+log = logging.getLogger(__name__)
+
+PUBLISHER = "publisher"
+ROLE_QUEUES = tuple(q for q in QUEUES if q != PUBLISHER)
+# Threads, not processes: a publish is mostly waiting on a destination.
+PUBLISHER_POOL = "threads"
+# Each thread holds at most one publish in flight; the process's database pool
+# (5 connections + 5 overflow) is shared by its threads.
+PUBLISHER_CONCURRENCY = 8
+ROLE_POOL = "prefork"
+ROLE_CONCURRENCY = 1
+# How long a stopping `pressroom worker` waits for its publisher process to finish what it holds.
+CHILD_STOP_SECONDS = 60.0
+
+
+def default_pool(queues: list[str]) -> str:
+    return PUBLISHER_POOL if queues == [PUBLISHER] else ROLE_POOL
+
+
+def default_concurrency(queues: list[str], pool: str) -> int:
+    if queues == [PUBLISHER] and pool == PUBLISHER_POOL:
+        return PUBLISHER_CONCURRENCY
+    return ROLE_CONCURRENCY
+
+
+def shares_publisher(queues: list[str]) -> bool:
+    """True when the publisher queue would share a worker with a role queue."""
+    return PUBLISHER in queues and len(queues) > 1
+
+
+class PublisherChild:
+    """`pressroom worker --queues publisher` as a child of the role queues' worker.
+
+    Started before the role worker runs and stopped (SIGTERM, then waited for)
+    after it returns. If the child exits non-zero while the parent runs, the
+    parent is asked to stop (SIGTERM to itself) and exits non-zero too, so a
+    supervisor restarts both together.
+    """
+
+    def __init__(self, loglevel: str, concurrency: int | None) -> None:
+        entry = "from orchestrator.entrypoints.cli import run; run()"
+        args = [sys.executable, "-c", entry, "worker", "--queues", PUBLISHER]
+        args += ["--loglevel", loglevel]
+        if concurrency is not None:
+            args += ["--concurrency", str(concurrency)]
+        self.args = args
+        self.failed = False
+        self._stopping = threading.Event()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(self.args)
+        threading.Thread(target=self._watch, name="publisher-child", daemon=True).start()
+
+    def _watch(self) -> None:
+        assert self.proc is not None
+        code = self.proc.wait()
+        if not self._stopping.is_set():
+            log.error("the publisher worker (pid %d) exited with status %d; stopping", self.proc.pid, code)
+            self.failed = True  # whatever its status: the publisher queue has no worker now
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(os.getpid(), signal.SIGTERM)
+
+    def stop(self) -> int:
+        """Stop the child; its exit status (non-zero also when it had died on its own)."""
+        self._stopping.set()
+        if self.proc is None:
+            return 0
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=CHILD_STOP_SECONDS)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        code = int(self.proc.returncode or 0)
+        return 1 if self.failed and code == 0 else code
+
+
+__all__ = [
+    "PUBLISHER_CONCURRENCY",
+    "PUBLISHER_POOL",
+    "ROLE_QUEUES",
+    "PublisherChild",
+    "default_concurrency",
+    "default_pool",
+    "shares_publisher",
+]

@@ -1,0 +1,125 @@
+"""`pressroom worker` without `--queues`: the role queues in one worker process
+and the publisher in a worker process of its own on a threads pool, on
+PostgreSQL with Redis; the two stop together and a dead publisher worker
+makes the parent exit non-zero for its supervisor."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from telemetry.render import read_span_file
+from tests.conftest import base_env
+from tests.support.processes import PRESSROOM, Processes, cli_json, saga_state, wait_until
+
+
+@pytest.fixture
+def traced(tmp_path: Path, pg_url: str, redis_url: str):  # type: ignore[no-untyped-def]
+    spans_file = tmp_path / "spans.jsonl"
+    env = base_env(
+        PRESSROOM_DATABASE_URL=pg_url,
+        PRESSROOM_BROKER_URL=redis_url,
+        PRESSROOM_LEASE_SECONDS="5",
+        PRESSROOM_RELAY_POLL="0.2",
+        PRESSROOM_RELAY_GRACE="0.5",
+        OTEL_TRACES_EXPORTER="file",
+        PRESSROOM_TRACE_FILE=str(spans_file),
+    )
+    p = Processes(env, tmp_path)
+    yield p, spans_file
+    p.stop_all()
+
+
+def _children(pid: int) -> list[int]:
+    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True)
+    return [int(x) for x in out.stdout.split()]
+
+
+def _publisher_child(pid: int) -> int | None:
+    for child in _children(pid):
+        args = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+        if b"worker" in args and b"publisher" in args:
+            return child
+    return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_default_worker_runs_the_publisher_in_its_own_threads_pool_process(
+    traced, tmp_path: Path, corpus: Path
+) -> None:  # type: ignore[no-untyped-def]
+    procs, spans_file = traced
+    env = procs.env
+    procs.relay()
+    worker = procs.start("worker", PRESSROOM, "worker", "--pool", "solo", "--loglevel", "INFO")
+    child = wait_until(
+        lambda: _publisher_child(worker.popen.pid), timeout=60, what="the publisher worker process"
+    )
+
+    sid = cli_json(
+        env,
+        "submit",
+        "--brief",
+        "history of the library network",
+        "--corpus",
+        str(corpus),
+        "--dest",
+        f"site:{tmp_path / 'site'}",
+    )["saga_id"]
+    wait_until(lambda: saga_state(env, sid) == "ready-for-review", timeout=120, what="ready-for-review")
+    cli_json(env, "approve", sid, "--version", "1", "--as", "erin")
+    wait_until(lambda: saga_state(env, sid) == "succeeded", timeout=120, what="succeeded")
+
+    # SIGTERM to the parent alone: it stops its publisher worker too, and both exit 0.
+    worker.popen.send_signal(signal.SIGTERM)
+    assert worker.popen.wait(timeout=120) == 0, worker.output()[-3000:]
+    wait_until(lambda: not _alive(child), timeout=60, what="the publisher worker to exit")
+    procs.stop_all()  # flush the relay's spans
+
+    spans: list[dict[str, Any]] = read_span_file(spans_file)
+    mine = [s for s in spans if s["attributes"].get("pressroom.saga.id") == sid]
+    by_service: dict[str, set[str]] = {}
+    for s in mine:
+        by_service.setdefault(s["service"], set()).add(s["name"])
+    assert "pressroom-worker-researcher-writer-reviewer" in by_service, sorted(by_service)
+    assert "pressroom-worker-publisher" in by_service, sorted(by_service)
+    publisher_spans = " ".join(sorted(by_service["pressroom-worker-publisher"]))
+    assert "publisher" in publisher_spans, publisher_spans
+    text = worker.output()
+    assert "concurrency: 8 (thread)" in text, text[-3000:]
+    assert "(solo)" in text, text[-3000:]
+
+
+def test_a_dead_publisher_worker_stops_the_parent_with_a_failure(traced) -> None:  # type: ignore[no-untyped-def]
+    procs, _ = traced
+    worker = procs.start("worker", PRESSROOM, "worker", "--pool", "solo", "--loglevel", "INFO")
+    child = wait_until(
+        lambda: _publisher_child(worker.popen.pid), timeout=60, what="the publisher worker process"
+    )
+    wait_until(lambda: "pressroom-publisher@" in worker.output(), timeout=90, what="the publisher worker")
+    os.kill(child, signal.SIGKILL)
+    assert worker.popen.wait(timeout=120) != 0, worker.output()[-3000:]
+
+
+def test_worker_refuses_a_pool_size_below_one(traced) -> None:  # type: ignore[no-untyped-def]
+    procs, _ = traced
+    done = subprocess.run(
+        [PRESSROOM, "worker", "--queues", "publisher", "--concurrency", "0"],
+        env=procs.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done
+    assert done.stderr.strip().count("\n") == 0 and "--concurrency" in done.stderr, done.stderr
