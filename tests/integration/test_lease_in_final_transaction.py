@@ -16,13 +16,14 @@ from sqlalchemy import update
 from sqlmodel import Session, col, select
 
 from orchestrator import services
-from orchestrator.app import App, Finalizer, noop
+from orchestrator.app import App
 from orchestrator.bootstrap import sweep_leases
 from orchestrator.core.errors import RetryLater
 from orchestrator.core.routing import RESEARCH
 from orchestrator.store.db import unit_of_work
 from orchestrator.store.outbox_tables import OutboxRow
 from orchestrator.store.tables import WorkRow, new_id, utcnow
+from outbox.handlers import Finalizer, noop
 from outbox.messages import Envelope, Handoff
 from outbox.writer import envelope_of
 from tests.integration.helpers import make_app
@@ -58,7 +59,7 @@ def test_a_duplicate_finds_the_lease_held_while_the_first_copy_works(
     _, env = _submitted(app, corpus)
     entered, release = threading.Event(), threading.Event()
 
-    def slow(app_: App, handoff: Handoff, holder: str) -> Finalizer:
+    def slow(handoff: Handoff, holder: str) -> Finalizer:
         entered.set()
         assert release.wait(60), "never released"
         return noop
@@ -89,7 +90,7 @@ def test_a_handler_that_ends_without_its_result_leaves_the_lease_taken(
     app.short_queues = frozenset({"researcher"})
     _, env = _submitted(app, corpus)
 
-    def failing(app_: App, handoff: Handoff, holder: str) -> Finalizer:
+    def failing(handoff: Handoff, holder: str) -> Finalizer:
         if ending == "deferred":
             raise RetryLater("the destination is busy")
         raise RuntimeError("handler bug")
