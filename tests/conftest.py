@@ -5,8 +5,9 @@ Integration and e2e tests use real PostgreSQL and Redis. They take
 the local defaults; an unreachable service skips the test with the reason,
 unless `PRESSROOM_REQUIRE_SERVICES=1` (set by .ci/run), which fails instead.
 
-The suite may run in parallel (`make test` runs `pytest -n 2 --dist loadfile`:
-each test file on one worker, in its usual order). Workers share nothing
+The suite may run in parallel (`make test` runs `pytest -n 2 --dist loadfile
+-m "not serial"`: each test file on one worker, in its usual order; then the
+`serial` tests alone, see SERIAL_HELPERS). Workers share nothing
 that a test changes: PostgreSQL databases have random names, ports are free
 ones, temp folders are per worker, and each worker has its own Redis
 database (see `redis_url`).
@@ -35,12 +36,35 @@ DEFAULT_REDIS = "redis://127.0.0.1:6379/0"
 DEFAULT_AMQP = "amqp://guest:guest@127.0.0.1:5672//"
 
 
+# Tests from modules using these helpers start relays and workers with short
+# leases, or kill servers: they are marked `serial`, and `make test` runs them
+# after the parallel part, one at a time, so no other test competes for the CPU.
+SERIAL_HELPERS = ("tests.support.processes", "tests.support.pg_server")
+
+
+def _uses_serial_helpers(module: Any) -> bool:
+    return any(
+        getattr(value, "__module__", None) in SERIAL_HELPERS
+        or getattr(value, "__name__", None) in SERIAL_HELPERS
+        for value in vars(module).values()
+    )
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    serial: dict[str, bool] = {}
     for item in items:
         parts = Path(str(item.fspath)).relative_to(ROOT / "tests").parts
         tier = {"unit": "unit", "contracts": "unit", "integration": "integration", "e2e": "e2e"}.get(parts[0])
         if tier:
             item.add_marker(getattr(pytest.mark, tier))
+        module = getattr(item, "module", None)
+        if module is not None:
+            name = module.__name__
+            if name not in serial:
+                serial[name] = _uses_serial_helpers(module)
+            if serial[name]:
+                item.add_marker(pytest.mark.serial)
 
 
 def _unavailable(what: str, why: str) -> None:
