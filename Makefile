@@ -33,8 +33,16 @@ integration: $(STAMP)
 e2e: $(STAMP)
 	$(BIN)/pytest tests/e2e
 
+# The suite on PYTEST_WORKERS processes (0: serial), each test file on one worker
+# in its usual order; then the `serial` tests (relays, workers, killed servers:
+# see tests/conftest.py) one at a time. Bytecode is compiled first: every test
+# starts `pressroom` processes, and with PYTHONDONTWRITEBYTECODE set each would
+# compile the project's modules again.
+PYTEST_WORKERS ?= 2
 test: lint typecheck
-	$(BIN)/pytest
+	$(BIN)/python -m compileall -q -j 0 orchestrator sagas outbox telemetry roles evaluation
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile -m "not serial"
+	$(BIN)/pytest -m serial
 
 bench: $(STAMP)
 	$(BIN)/python bench/run_all.py

@@ -4,6 +4,13 @@ Integration and e2e tests use real PostgreSQL and Redis. They take
 `PRESSROOM_TEST_DATABASE_URL` / `PRESSROOM_TEST_REDIS_URL` when set, else
 the local defaults; an unreachable service skips the test with the reason,
 unless `PRESSROOM_REQUIRE_SERVICES=1` (set by .ci/run), which fails instead.
+
+The suite may run in parallel (`make test` runs `pytest -n 2 --dist loadfile
+-m "not serial"`: each test file on one worker, in its usual order; then the
+`serial` tests alone, see SERIAL_HELPERS). Workers share nothing
+that a test changes: PostgreSQL databases have random names, ports are free
+ones, temp folders are per worker, and each worker has its own Redis
+database (see `redis_url`).
 """
 
 from __future__ import annotations
@@ -29,12 +36,35 @@ DEFAULT_REDIS = "redis://127.0.0.1:6379/0"
 DEFAULT_AMQP = "amqp://guest:guest@127.0.0.1:5672//"
 
 
+# Tests from modules using these helpers start relays and workers with short
+# leases, or kill servers: they are marked `serial`, and `make test` runs them
+# after the parallel part, one at a time, so no other test competes for the CPU.
+SERIAL_HELPERS = ("tests.support.processes", "tests.support.pg_server")
+
+
+def _uses_serial_helpers(module: Any) -> bool:
+    return any(
+        getattr(value, "__module__", None) in SERIAL_HELPERS
+        or getattr(value, "__name__", None) in SERIAL_HELPERS
+        for value in vars(module).values()
+    )
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    serial: dict[str, bool] = {}
     for item in items:
         parts = Path(str(item.fspath)).relative_to(ROOT / "tests").parts
         tier = {"unit": "unit", "contracts": "unit", "integration": "integration", "e2e": "e2e"}.get(parts[0])
         if tier:
             item.add_marker(getattr(pytest.mark, tier))
+        module = getattr(item, "module", None)
+        if module is not None:
+            name = module.__name__
+            if name not in serial:
+                serial[name] = _uses_serial_helpers(module)
+            if serial[name]:
+                item.add_marker(pytest.mark.serial)
 
 
 def _unavailable(what: str, why: str) -> None:
@@ -86,16 +116,30 @@ def redis_base_url() -> str:
     return url
 
 
+def redis_db_number() -> int:
+    """This test process's Redis database number.
+
+    `PRESSROOM_TEST_REDIS_DB` is one number N (default 7) or a comma list.
+    Serially (and on xdist worker gw0) N is used; xdist worker gwK takes the
+    K-th entry of a list, else N + K, so parallel workers never share queues.
+    """
+    chosen = [int(part) for part in os.environ.get("PRESSROOM_TEST_REDIS_DB", "7").split(",") if part.strip()]
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    k = int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0
+    return chosen[k] if k < len(chosen) else chosen[0] + k
+
+
 @pytest.fixture
 def redis_url(redis_base_url: str) -> str:
     """The test Redis database, emptied before the test (queues are per database).
 
     `PRESSROOM_TEST_REDIS_DB` picks the database (default 7) so that two
-    checkouts can run their suites side by side on one Redis.
+    checkouts can run their suites side by side on one Redis; parallel
+    workers each take their own (`redis_db_number`).
     """
     import redis
 
-    url = redis_base_url.rsplit("/", 1)[0] + "/" + os.environ.get("PRESSROOM_TEST_REDIS_DB", "7")
+    url = redis_base_url.rsplit("/", 1)[0] + "/" + str(redis_db_number())
     redis.Redis.from_url(url).flushdb()
     return url
 
