@@ -24,6 +24,10 @@ from tests.integration.helpers import make_app, ready_saga
 from tests.support.webhook_server import WebhookServer
 
 
+# Timing windows (the order of completions is read from arrival times): run alone, not beside another file.
+pytestmark = pytest.mark.serial
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":

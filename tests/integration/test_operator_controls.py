@@ -27,6 +27,10 @@ from tests.integration.helpers import make_app, ready_saga
 from tests.support.webhook_server import WebhookServer
 
 
+# Timing windows (a cancel lands inside a slow destination's answer window): run alone, not beside another file.
+pytestmark = pytest.mark.serial
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
