@@ -55,3 +55,18 @@ def test_equal_texts_are_all_equal_rows_and_markup_stays_one_piece() -> None:
     left, right = word_pair("# Title", '# Edited <script>alert("x")</script>')
     assert "".join(p.text for p in right if p.changed) == 'Edited <script>alert("x")</script>'
     assert left[-1] == Piece("Title", True)
+
+
+def test_the_workspace_layout_modules_import_no_adapters() -> None:
+    """word_diff, timeline and source_context are pure: no database, broker or HTTP module."""
+    import subprocess
+    import sys
+
+    from tests.unit.test_pure_imports import FORBIDDEN
+
+    code = (
+        "import sys\nimport orchestrator.word_diff, orchestrator.timeline, orchestrator.source_context\n"
+        f"print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in {FORBIDDEN!r})))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == ""
