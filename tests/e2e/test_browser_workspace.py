@@ -25,7 +25,8 @@ from orchestrator.config import Settings
 from tests.conftest import SAMPLE_CORPUS, Cli, _unavailable
 from tests.support.web import people_and_a_saga, served
 
-pytestmark = pytest.mark.e2e
+# A served process, people made by the CLI and a browser: slow on a busy machine, never timed.
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(360)]
 
 CHROMIUM = Path(os.environ.get("PRESSROOM_TEST_CHROMIUM", "/usr/bin/chromium"))
 WIDE = {"width": 1366, "height": 900}

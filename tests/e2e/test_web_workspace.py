@@ -27,7 +27,7 @@ from orchestrator.entrypoints.http import create_app
 from tests.conftest import SAMPLE_CORPUS, Cli
 from tests.support.web import form_token, people_and_a_saga, served, tags
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(360)]
 
 
 @dataclass
@@ -134,6 +134,10 @@ def test_hostile_titles_names_and_sources_are_text_in_the_new_places(open_site: 
         assert html.escape(hostile) in page.text, path
     saga_page = open_site.client.get(f"/sagas/{saga_id}").text
     assert html.escape(f"erin {hostile}") in saga_page  # the versions list
+    svg = [attrs for tag, attrs in tags(saga_page) if tag == "rect" and "bar" in attrs.get("class", "").split()]
+    kinds = {attrs["class"].split()[1] for attrs in svg}
+    assert {"k-queue", "k-proposal", "k-ack", "k-approval"} <= kinds  # queue waits, phases, the review wait
+    assert "queue → researcher" in saga_page and "review wait 2" in saga_page  # the edit waits again
     policy = open_site.client.get(f"/sagas/{saga_id}").headers["content-security-policy"]
     assert (
         "script-src 'nonce-" in policy
