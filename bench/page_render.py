@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import sys
 import tempfile
 import time
@@ -138,7 +139,8 @@ def main() -> None:
             f"One saga on SQLite with {VERSIONS} versions; the head has {CITATIONS} citations (each quote "
             "re-read from its source and shown with its surrounding lines) and findings on 13 sentences. "
             "`load` reads everything the page shows, `template` renders it, `GET` is the whole request "
-            f"through the ASGI app. Page size {max(sizes) // 1024} KiB.",
+            f"through the ASGI app. Page size {max(sizes) // 1024} KiB. Load average of the shared "
+            f"machine at the end of the run: {os.getloadavg()[0]:.1f} (2 cores).",
             table(["step", "median ms", "p99 ms", "n"], rows),
         ]
     )

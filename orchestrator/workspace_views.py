@@ -176,7 +176,7 @@ def versions(s: Session, saga_id: str) -> list[dict[str, Any]]:
 
 def citation_sources(corpus: str, citations: Sequence[Mapping[str, Any]], around: int = 2) -> dict[str, Any]:
     """Per marker: the quote in its source with `around` lines either side (reads the corpus)."""
-    from roles.corpus import read_source
+    from roles.corpus import SourceOutsideCorpus, read_source
 
     root = Path(corpus)
     read: dict[str, Any] = {}
@@ -186,10 +186,8 @@ def citation_sources(corpus: str, citations: Sequence[Mapping[str, Any]], around
         if source not in read:
             try:
                 read[source] = read_source(root, source)
-            except (NotFound, InvalidInput, OSError) as exc:
-                read[source] = str(exc) or type(exc).__name__
-            except Exception as exc:  # a path outside the corpus, a file that vanished
-                read[source] = str(exc) or type(exc).__name__
+            except (NotFound, InvalidInput, SourceOutsideCorpus, OSError) as exc:
+                read[source] = str(exc) or "the source cannot be read"
         loaded = read[source]
         marker = str(citation.get("marker"))
         if isinstance(loaded, str):

@@ -119,6 +119,7 @@ def test_the_queue_a_citation_and_its_quote(browser: Any, closed: Closed, tmp_pa
         box, article = aside.bounding_box(), page.locator("article.document").bounding_box()
         assert box and article and article["y"] < box["y"] < article["y"] + article["height"]  # in place
         assert page.url == f"{url}/sagas/{saga_id}{target}"  # the same page, not another one
+        assert page.evaluate("document.documentElement.scrollWidth") <= WIDE["width"]  # nothing overflows
         page.screenshot(path=str(tmp_path / "quote.png"), full_page=True)
         assert page.locator("svg.timeline rect.bar").count() > 4
         assert not [e for e in errors if "Content Security Policy" in e]
@@ -204,6 +205,7 @@ def test_watch_a_saga_become_ready_then_approve_it(browser: Any, closed: Closed,
         assert page.url == f"{url}/sagas/{saga_id}"
         page.locator("article.document a.cite").first.wait_for()
         assert page.locator("table.versions").inner_text().count("writer") >= 1
+        assert page.evaluate("document.documentElement.scrollWidth") <= WIDE["width"]
         page.screenshot(path=str(tmp_path / "ready.png"), full_page=True)
 
         page.click("text=Approve v1")
