@@ -6,8 +6,11 @@ fetches the data and calls these. Autoescape is on for every template, so a
 value from a saga, a source, a person or a destination is escaped unless it
 is `Markup`; the only `Markup` the pages make is a version's markdown
 rendered by markdown-it-py with raw HTML disabled (markup in a document
-shows as text and unsafe link schemes are dropped). The pages carry a little
-inline CSS and no script.
+shows as text and unsafe link schemes are dropped) and the document body
+`document.render_document` builds from it, escaping every value itself. The
+pages carry inline CSS; the saga page also loads one script of ours
+(`web_live`), with the response's nonce. The timeline is inline SVG drawn
+from `timeline.layout`.
 """
 
 from __future__ import annotations
@@ -19,13 +22,18 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
+from orchestrator.entrypoints.document import anchor_of
+from orchestrator.timeline import human
+from sagas.machine import SagaState
+
 FORM_TOKEN_FIELD = "form_token"
+STATES = tuple(state.value for state in SagaState)
 
 # Badge colour by state or status word; a word not listed is grey.
 _TONES = {
@@ -150,6 +158,10 @@ def _join_text(items: Any, separator: str) -> str:
     return separator.join(str(item) for item in items)
 
 
+def _short(digest: object, n: int = 12) -> str:
+    return str(digest or "")[:n]
+
+
 def _diff_class(line: str) -> str:
     if line.startswith("@@"):
         return "hunk"
@@ -182,6 +194,9 @@ def environment() -> Environment:
         note=_note,
         markdown=render_markdown,
         join_text=_join_text,
+        human=human,
+        short=_short,
+        anchor=anchor_of,
     )
     env.globals.update(saga_href=saga_href, token_field=FORM_TOKEN_FIELD)
     return env
@@ -198,8 +213,41 @@ def error_page(status_code: int, message: str, *, viewer: Viewer | None = None) 
     )
 
 
-def saga_list(payload: Mapping[str, Any], *, viewer: Viewer | None = None) -> str:
-    return render("saga_list.html", title="Sagas", viewer=viewer, sagas=list(payload.get("sagas", [])))
+def saga_list(
+    payload: Mapping[str, Any],
+    *,
+    viewer: Viewer | None = None,
+    filters: Mapping[str, str] | None = None,
+    paged: bool = False,
+) -> str:
+    """The list of sagas, with its tabs, filters and the link to the next page."""
+    shown = dict(filters or {"view": "all", "state": "", "q": ""})
+    mine = viewer is not None and viewer.closed
+    title = (
+        ("Waiting for my review" if mine else "Waiting for review")
+        if shown.get("view") == "waiting"
+        else "Sagas"
+    )
+    return render(
+        "saga_list.html",
+        title=title,
+        viewer=viewer,
+        sagas=list(payload.get("sagas", [])),
+        filters=shown,
+        states=STATES,
+        next_cursor=payload.get("next"),
+        paged=paged,
+        waiting_count=payload.get("waiting_count"),
+        waiting_more=payload.get("waiting_more", False),
+        list_href=list_href,
+    )
+
+
+def list_href(filters: Mapping[str, str], **changes: str | None) -> str:
+    """The list page's URL with `filters`, some changed (None drops one)."""
+    merged: dict[str, str | None] = {**filters, **changes}
+    query = urlencode({k: v for k, v in merged.items() if v and not (k == "view" and v == "all")})
+    return "/" + (f"?{query}" if query else "")
 
 
 def saga_page(
@@ -212,8 +260,15 @@ def saga_page(
     error: str | None = None,
     values: Mapping[str, str] | None = None,
     viewer: Viewer | None = None,
+    workspace: Mapping[str, Any] | None = None,
+    nonce: str | None = None,
 ) -> str:
-    """The saga page; with `history` None it is the page of one (older or head) version."""
+    """The saga page; with `history` None it is the page of one (older or head) version.
+
+    `workspace` (see `workspace.load_workspace`) adds the reviewer's workspace:
+    the body with its quotes and findings, the versions, the timeline; with
+    `nonce` the page loads its live-update script.
+    """
     title = status.get("title") or status["saga_id"]
     if history is None and version is not None:
         title = f"v{version['version']} of {title}"
@@ -229,6 +284,27 @@ def saga_page(
         notice=notice,
         error=error,
         values=values or {},
+        workspace=workspace,
+        nonce=nonce,
+        live_url=saga_href(status["saga_id"], "live") if nonce else None,
+    )
+
+
+def diff_page_of(data: Mapping[str, Any], *, viewer: Viewer | None = None) -> str:
+    """The side-by-side word diff of two versions (`workspace.load_diff`)."""
+    old, new = data["old"], data["new"]
+    status = data["status"]
+    return render(
+        "diff.html",
+        title=f"v{old['version']} → v{new['version']} of {status.get('title') or status['saga_id']}",
+        viewer=viewer,
+        status=status,
+        saga_id=status["saga_id"],
+        old=old,
+        new=new,
+        rows=data["rows"],
+        summary=data["summary"],
+        versions=data["versions"],
     )
 
 
@@ -242,6 +318,8 @@ __all__ = [
     "OPEN_VIEWER",
     "Viewer",
     "diff_page",
+    "diff_page_of",
+    "list_href",
     "environment",
     "error_page",
     "render",

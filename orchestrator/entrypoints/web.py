@@ -1,10 +1,13 @@
 """The reviewers' web pages: read through `orchestrator.services`, render with `pages`.
 
-Routes: `GET /` (every saga), `GET /sagas/{id}` (status, destinations, the
-head version with its citations, review and flagged sources, the versions,
-the history, and the approve, reject, edit and cancel forms, each shown to
-the roles that may use it), `GET /sagas/{id}/versions/{n}`,
-`GET /sagas/{id}/diff/{n}/{m}`, `POST /sagas/{id}/approve`,
+Routes: `GET /sagas/{id}` (the reviewer's workspace: status, destinations,
+the head version's body with each `[n]` marker opening its quote in the
+source's surrounding lines and the review's findings drawn on the sentences
+they are about, the versions with author, verdict and digest and a picker to
+diff any two, the timeline, the history, and the approve, reject, edit and
+cancel forms, each shown to the roles that may use it; it follows the saga
+live, see `web_live`), `GET /sagas/{id}/versions/{n}`, the list, the diff and
+the live stream (`web_workspace`), `POST /sagas/{id}/approve`,
 `POST /sagas/{id}/reject`, `POST /sagas/{id}/edit` (a new version from the
 form's markdown), `POST /sagas/{id}/cancel`, and sign-in: `GET|POST /sign-in`, `POST /sign-out`.
 A form that succeeds answers 303 back to the saga page; one that is refused
@@ -46,9 +49,10 @@ from starlette.routing import Route
 from orchestrator import services
 from orchestrator.app import App
 from orchestrator.core.errors import InvalidInput, NotAuthenticated, NotFound, PressroomError
-from orchestrator.entrypoints import pages, web_rules
+from orchestrator.entrypoints import pages, web_live, web_rules, workspace
 from orchestrator.entrypoints.http_support import media_type, read_body, status_for
 from orchestrator.entrypoints.web_auth import Visitor, WebAuth
+from orchestrator.entrypoints.web_workspace import WorkspaceRoutes
 from orchestrator.harness.principals import Principal
 from orchestrator.people import check_claim
 
@@ -116,10 +120,9 @@ class WebPages:
 
     def routes(self) -> list[Route]:
         return [
-            Route("/", self.index, methods=["GET"]),
+            *WorkspaceRoutes(self.app, self.auth, self._reader).routes(),
             Route("/sagas/{saga_id}", self.saga, methods=["GET"]),
             Route("/sagas/{saga_id}/versions/{number:int}", self.version, methods=["GET"]),
-            Route("/sagas/{saga_id}/diff/{a:int}/{b:int}", self.diff, methods=["GET"]),
             Route("/sagas/{saga_id}/approve", self.approve, methods=["POST"]),
             Route("/sagas/{saga_id}/reject", self.reject, methods=["POST"]),
             Route("/sagas/{saga_id}/edit", self.edit, methods=["POST"]),
@@ -141,13 +144,6 @@ class WebPages:
         return visitor, None
 
     # -- reading -----------------------------------------------------------
-    async def index(self, request: Request) -> Response:
-        visitor, away = await self._reader(request)
-        if away:
-            return away
-        payload = await run_in_threadpool(services.status, self.app)
-        return HTMLResponse(pages.saga_list(payload, viewer=self.auth.viewer(visitor)))
-
     async def saga(self, request: Request) -> Response:
         visitor, away = await self._reader(request)
         if away:
@@ -159,22 +155,19 @@ class WebPages:
         visitor, away = await self._reader(request)
         if away:
             return away
-        status, version, _ = await run_in_threadpool(
-            load_saga, self.app, request.path_params["saga_id"], request.path_params["number"], False
+        p = request.path_params
+        data = await run_in_threadpool(
+            lambda: workspace.load_workspace(self.app, p["saga_id"], p["number"], with_history=False)
         )
         body = pages.saga_page(
-            status, version, None, token=self.auth.token_for(visitor), viewer=self.auth.viewer(visitor)
+            data["status"],
+            data["version"],
+            None,
+            token=self.auth.token_for(visitor),
+            viewer=self.auth.viewer(visitor),
+            workspace=data["workspace"],
         )
         return HTMLResponse(body)
-
-    async def diff(self, request: Request) -> Response:
-        visitor, away = await self._reader(request)
-        if away:
-            return away
-        a, b = request.path_params["a"], request.path_params["b"]
-        status = await run_in_threadpool(services.status, self.app, request.path_params["saga_id"])
-        text = await run_in_threadpool(services.diff, self.app, status["saga_id"], a, b)
-        return HTMLResponse(pages.diff_page(status["saga_id"], a, b, text, viewer=self.auth.viewer(visitor)))
 
     async def _saga_page(
         self,
@@ -185,19 +178,25 @@ class WebPages:
         error: PressroomError | None = None,
         values: dict[str, str] | None = None,
     ) -> Response:
-        status, version, history = await run_in_threadpool(load_saga, self.app, saga_id, None, True)
-        shown_error = f"{type(error).__name__}: {error}" if error is not None else None
+        data = await run_in_threadpool(workspace.load_workspace, self.app, saga_id)
+        nonce = web_live.new_nonce()
         body = pages.saga_page(
-            status,
-            version,
-            history,
+            data["status"],
+            data["version"],
+            data["history"],
             token=self.auth.token_for(visitor),
             notice=notice,
-            error=shown_error,
+            error=f"{type(error).__name__}: {error}" if error is not None else None,
             values=values,
             viewer=self.auth.viewer(visitor),
+            workspace=data["workspace"],
+            nonce=nonce,
         )
-        return HTMLResponse(body, status_code=status_for(error) if error is not None else 200)
+        return HTMLResponse(
+            body,
+            status_code=status_for(error) if error is not None else 200,
+            headers={"content-security-policy": web_live.script_policy(nonce)},
+        )
 
     # -- deciding ----------------------------------------------------------
     async def approve(self, request: Request) -> Response:

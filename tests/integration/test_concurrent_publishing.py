@@ -23,7 +23,6 @@ from sagas.runner import DestinationLimits
 from tests.integration.helpers import make_app, ready_saga
 from tests.support.webhook_server import WebhookServer
 
-
 # Timing windows (the order of completions is read from arrival times): run alone, not beside another file.
 pytestmark = pytest.mark.serial
 

@@ -26,7 +26,6 @@ from telemetry import metrics, names, setup
 from tests.integration.helpers import make_app, ready_saga
 from tests.support.webhook_server import WebhookServer
 
-
 # Timing windows (a cancel lands inside a slow destination's answer window): run alone, not beside another file.
 pytestmark = pytest.mark.serial
 

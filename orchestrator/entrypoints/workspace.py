@@ -1,0 +1,134 @@
+"""The reviewer's workspace: what the saga, version, diff and queue pages read, and how.
+
+`load_workspace(app, saga_id, number)` reads, in one call (blocking: run it in
+a thread), everything the saga page (or the page of one version) shows
+beyond the services' status, show and history dicts: the versions with
+author, verdict and digest; the document body with its markers and findings
+(`document.render_document`), each cited source re-read around its quote; the
+timeline's layout (`timeline.layout` over `workspace_views.timeline`); and
+the saga's fingerprint for live updates. `load_queue(...)` is the list page,
+`load_diff(...)` the side-by-side diff of any two versions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from sqlmodel import Session
+
+from orchestrator import services, word_diff, workspace_views
+from orchestrator.app import App
+from orchestrator.core.errors import InvalidInput
+from orchestrator.entrypoints.document import render_document
+from orchestrator.harness.principals import Principal
+from orchestrator.store.tables import SagaRow
+from orchestrator.timeline import layout
+from sagas import records
+
+PAGE_SIZE = 25
+MAX_PAGE = 200
+
+
+def fingerprint_token(parts: tuple[Any, ...]) -> str:
+    """A short token that changes when the saga moves (sent as the SSE event id)."""
+    return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:16]
+
+
+def current_fingerprint(app: App, saga_id: str) -> str:
+    with Session(app.engine) as s:
+        return fingerprint_token(workspace_views.fingerprint(s, saga_id))
+
+
+def load_workspace(
+    app: App, saga_id: str, number: int | None = None, *, with_history: bool = True
+) -> dict[str, Any]:
+    """Status, the version shown (head when `number` is None), history and the workspace extras."""
+    status = services.status(app, saga_id)
+    sid = status["saga_id"]
+    version = None
+    if number is not None:
+        version = services.show(app, sid, number)
+    elif status.get("version"):
+        version = services.show(app, sid)
+    history = services.history(app, sid) if with_history else None
+    with Session(app.engine) as s:
+        saga = s.get(SagaRow, sid)
+        assert saga is not None  # services.status found it
+        versions = workspace_views.versions(s, sid)
+        intervals = workspace_views.timeline(s, saga) if with_history else []
+        token = fingerprint_token(workspace_views.fingerprint(s, sid))
+        corpus = saga.corpus
+    document = None
+    findings: list[Mapping[str, Any]] = []
+    if version is not None:
+        citations = version.get("citations") or []
+        contexts = workspace_views.citation_sources(corpus, citations)
+        findings = list((version.get("review") or {}).get("findings") or [])
+        document = render_document(version.get("markdown") or "", citations, contexts, findings)
+    extras = {
+        "versions": versions,
+        "document": document,
+        "findings": findings,
+        "timeline": layout(intervals) if intervals else None,
+        "fingerprint": token,
+    }
+    return {"status": status, "version": version, "history": history, "workspace": extras}
+
+
+def load_queue(
+    app: App,
+    *,
+    view: str,
+    state: str | None,
+    search: str | None,
+    after: str | None,
+    principal: Principal | None,
+    limit: int = PAGE_SIZE,
+) -> dict[str, Any]:
+    """One page of the list: `view` is `all` or `waiting` (for the signed-in reviewer, when closed)."""
+    if view not in ("all", "waiting"):
+        raise InvalidInput("view must be all or waiting")
+    with Session(app.engine) as s:
+        page = workspace_views.queue(
+            s,
+            state=None if view == "waiting" else state,
+            search=search,
+            waiting=view == "waiting",
+            waiting_for=principal if view == "waiting" else None,
+            limit=limit,
+            after=after,
+        )
+        waiting = workspace_views.queue(s, waiting=True, waiting_for=principal, limit=1000)
+    return {**page, "waiting_count": len(waiting["sagas"]), "waiting_more": waiting["has_more"]}
+
+
+def load_diff(app: App, saga_id: str, a: int, b: int) -> dict[str, Any]:
+    """Both versions, the side-by-side rows and their summary, and every version for the pickers."""
+    status = services.status(app, saga_id)
+    sid = status["saga_id"]
+    old, new = services.show(app, sid, a), services.show(app, sid, b)
+    rows = word_diff.side_by_side(old.get("markdown") or "", new.get("markdown") or "")
+    with Session(app.engine) as s:
+        records.find_saga(s, sid)
+        versions = workspace_views.versions(s, sid)
+    return {
+        "status": status,
+        "old": old,
+        "new": new,
+        "rows": rows,
+        "summary": word_diff.summary(rows),
+        "versions": versions,
+    }
+
+
+__all__ = [
+    "PAGE_SIZE",
+    "current_fingerprint",
+    "fingerprint_token",
+    "load_diff",
+    "load_queue",
+    "load_workspace",
+]
