@@ -29,8 +29,9 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from orchestrator.errors import ApprovalRefused, IdempotencyConflict, NotFound
+from orchestrator.errors import ApprovalRefused, IdempotencyConflict, KeyInFlight, NotFound
 from orchestrator.harness.approvals import ApprovalBinding, ApprovalView, mint, session_for
+from orchestrator.harness.budget import Charge, Spent, exhausted, over
 from orchestrator.harness.checkpoints import GENESIS, AgentState, chain_hash
 from orchestrator.harness.ledger_status import RESTARTABLE, LedgerStatus
 from orchestrator.harness.ports import AuthorizationReads, EventTimes, LedgerView
@@ -119,6 +120,7 @@ class _State:
     events: list[StoredEvent] = field(default_factory=list)
     checkpoints: list[StoredCheckpoint] = field(default_factory=list)
     seq: int = 0
+    budgets: dict[str, Spent] = field(default_factory=dict)  # saga id -> spent so far
 
     def copy(self) -> _State:
         # Values are frozen, so copying the containers is a full snapshot.
@@ -129,7 +131,15 @@ class _State:
             list(self.events),
             list(self.checkpoints),
             self.seq,
+            dict(self.budgets),
         )
+
+
+def _charge(st: _State, c: Charge) -> None:
+    now = st.budgets.get(c.saga_id, Spent())
+    if over(now, c):
+        raise exhausted(c, now)
+    st.budgets[c.saga_id] = Spent(now.calls + c.calls, now.tokens + c.tokens, now.cost + c.cost)
 
 
 class MemoryHarnessStore:
@@ -202,8 +212,11 @@ class MemoryHarnessStore:
         times: EventTimes | None = None,
         parent_event_id: str | None = None,
         hook: Callable[[Any], None] | None = None,
+        charge: Charge | None = None,
     ) -> str:
         with self._transaction() as st:
+            if charge is not None:
+                _charge(st, charge)
             event = self._add_event(
                 st,
                 event_id=uuid.uuid4().hex,
@@ -231,11 +244,14 @@ class MemoryHarnessStore:
         times: EventTimes,
         claim_seconds: float = 30.0,
         guard: Callable[[Any], None] | None = None,
+        charge: Charge | None = None,
     ) -> str:
         key = state.idempotency_key
         with self._transaction() as st:
             if guard is not None:
                 guard(st)
+            if charge is not None:
+                _charge(st, charge)
             if approval_id is not None:
                 self._consume(st, approval_id, execution or "")
             if key:
@@ -288,6 +304,10 @@ class MemoryHarnessStore:
             if hook is not None and ledger_status == LedgerStatus.DONE:
                 hook(MemoryTx(self, added.event_id, added.saga_id))
             return added.event_id
+
+    def spent(self, saga_id: str) -> Spent:
+        with self._lock:
+            return self._state.budgets.get(saga_id, Spent())
 
     # -- the pieces of a transaction ----------------------------------------
     def _add_event(
@@ -362,7 +382,7 @@ class MemoryHarnessStore:
             and entry.claimed_until is not None
             and entry.claimed_until > now
         ):
-            raise IdempotencyConflict(f"key {key} is in flight", key=key, in_flight=True)
+            raise KeyInFlight(f"key {key} is in flight", key=key)
         if entry.status not in RESTARTABLE:
             raise IdempotencyConflict(f"key {key} is {entry.status}", key=key)
         st.ledger[key] = replace(

@@ -9,6 +9,7 @@ from typing import Any, Literal, NamedTuple, Protocol
 from pydantic import BaseModel, ConfigDict
 
 from orchestrator.harness.approvals import ApprovalView
+from orchestrator.harness.budget import Charge
 from orchestrator.harness.checkpoints import AgentState
 from orchestrator.harness.provenance import DataEnvelope
 from orchestrator.harness.spec import ToolCall
@@ -78,8 +79,10 @@ class HarnessStore(Protocol):
         times: EventTimes | None = None,
         parent_event_id: str | None = None,
         hook: Callable[[Any], None] | None = None,
+        charge: Charge | None = None,
     ) -> str:
-        """Append one event (and run `hook` in the same transaction)."""
+        """Append one event (and run `hook` in the same transaction); with `charge`, charge
+        the saga's budget in it too, raising `BudgetExhausted` (nothing written) when spent."""
         ...
 
     def begin_effect(
@@ -93,6 +96,7 @@ class HarnessStore(Protocol):
         times: EventTimes,
         claim_seconds: float = 30.0,
         guard: Callable[[Any], None] | None = None,
+        charge: Charge | None = None,
     ) -> str:
         """Commit approval consumption, checkpoint, ledger `pending` (claimed for
         `claim_seconds`) and the intent event.
@@ -100,8 +104,12 @@ class HarnessStore(Protocol):
         `guard` runs first inside that transaction (after the saga is locked);
         whatever it raises rolls the transaction back and propagates.
 
-        Raises `ApprovalRefused` if the approval can no longer be consumed and
-        `IdempotencyConflict` if another caller holds the key in flight.
+        `charge` is added to the saga's budget in the same transaction.
+
+        Raises `ApprovalRefused` if the approval can no longer be consumed,
+        `KeyInFlight` if another caller holds the key in flight, another
+        `IdempotencyConflict` if the key is settled or used with other arguments,
+        and `BudgetExhausted` if the charge would overspend the saga's budget.
         """
         ...
 

@@ -17,11 +17,13 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from orchestrator.errors import ApprovalRefused, ApproverLapsed, IdempotencyConflict, NotFound
+from orchestrator.errors import ApprovalRefused, ApproverLapsed, IdempotencyConflict, KeyInFlight, NotFound
 from orchestrator.harness.approvals import ApprovalBinding, ApprovalView
+from orchestrator.harness.budget import Charge
 from orchestrator.harness.checkpoints import GENESIS, AgentState, chain_hash
 from orchestrator.harness.ledger_status import RESTARTABLE, LedgerStatus
 from orchestrator.harness.ports import NO_READS, AuthorizationReads, EventTimes, LedgerView
+from orchestrator.store.budget import charge as charge_budget
 from orchestrator.store.db import UnitOfWork, unit_of_work
 from orchestrator.store.events import add_event, hold_chain, insert_event
 from orchestrator.store.people import approver_lapse
@@ -114,8 +116,11 @@ class SqlHarnessStore:
         times: EventTimes | None = None,
         parent_event_id: str | None = None,
         hook: Callable[[Any], None] | None = None,
+        charge: Charge | None = None,
     ) -> str:
         with unit_of_work(self.engine) as uow:
+            if charge is not None:
+                charge_budget(uow.session, charge)
             row = add_event(
                 uow.session,
                 saga_id=saga_id,
@@ -142,6 +147,7 @@ class SqlHarnessStore:
         times: EventTimes,
         claim_seconds: float = 30.0,
         guard: Callable[[Any], None] | None = None,
+        charge: Charge | None = None,
     ) -> str:
         now = utcnow()
         key = state.idempotency_key
@@ -153,6 +159,8 @@ class SqlHarnessStore:
                     s.get(SagaRow, saga_id, with_for_update=True)
                 if guard is not None:
                     guard(uow)
+                if charge is not None:
+                    charge_budget(s, charge)
                 if approval_id is not None:
                     _consume(s, approval_id, execution or "", now)
                     _approver_still_reviewer(s, approval_id)
@@ -359,7 +367,7 @@ def _ledger_pending(
         and row.claimed_until is not None
         and _aware(row.claimed_until) > now
     ):
-        raise IdempotencyConflict(f"key {key} is in flight", key=key, in_flight=True)
+        raise KeyInFlight(f"key {key} is in flight", key=key)
     if row.status not in RESTARTABLE:
         raise IdempotencyConflict(f"key {key} is {row.status}", key=key)
     row.status = LedgerStatus.PENDING

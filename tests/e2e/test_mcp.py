@@ -236,7 +236,7 @@ def test_every_call_takes_the_harness_path(world: World, monkeypatch: pytest.Mon
         return one_path(proposal, caller)
 
     monkeypatch.setattr(app.harness, "call", spy)
-    server = build_server(app, lambda _ctx: Identity("prober", frozenset({"probe.write"})))
+    server = build_server(app.harness, lambda _ctx: Identity("prober", frozenset({"probe.write"})))
 
     async def scenario() -> list[str]:
         async with Client(server, mode="legacy") as client:
