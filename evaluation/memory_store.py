@@ -189,8 +189,9 @@ class MemoryHarnessStore:
             return entry.view() if entry is not None else None
 
     def authorization_reads(
-        self, key: str | None, saga_id: str | None, version_digest: str | None
+        self, key: str | None, saga_id: str | None, version_digest: str | None, *, hold: bool = False
     ) -> AuthorizationReads:
+        # `hold` is a no-op here: each method below is its own transaction under the lock.
         with self._lock:  # re-entrant: one consistent view of the three
             return AuthorizationReads(
                 ledger=self.ledger_get(key) if key else None,
@@ -213,6 +214,7 @@ class MemoryHarnessStore:
         parent_event_id: str | None = None,
         hook: Callable[[Any], None] | None = None,
         charge: Charge | None = None,
+        tx: Any = None,
     ) -> str:
         with self._transaction() as st:
             if charge is not None:
@@ -245,6 +247,7 @@ class MemoryHarnessStore:
         claim_seconds: float = 30.0,
         guard: Callable[[Any], None] | None = None,
         charge: Charge | None = None,
+        tx: Any = None,
     ) -> str:
         key = state.idempotency_key
         with self._transaction() as st:
@@ -290,6 +293,7 @@ class MemoryHarnessStore:
         result: dict[str, Any] | None,
         event: dict[str, Any],
         hook: Callable[[Any], None] | None = None,
+        tx: Any = None,
     ) -> str:
         with self._transaction() as st:
             added = self._add_event(st, event_id=uuid.uuid4().hex, **event)
@@ -304,6 +308,9 @@ class MemoryHarnessStore:
             if hook is not None and ledger_status == LedgerStatus.DONE:
                 hook(MemoryTx(self, added.event_id, added.saga_id))
             return added.event_id
+
+    def release(self, tx: Any) -> None:
+        return None
 
     def spent(self, saga_id: str) -> Spent:
         with self._lock:

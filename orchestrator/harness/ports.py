@@ -45,6 +45,9 @@ class AuthorizationReads(NamedTuple):
     ledger: LedgerView | None
     saga_session: str | None
     approval: ApprovalView | None
+    # With `hold=True`: the open transaction the reads began (an opaque handle), for the
+    # intent or the refusal to commit in; None when the store has none.
+    tx: Any = None
 
 
 NO_READS = AuthorizationReads(None, None, None)
@@ -60,11 +63,20 @@ class HarnessStore(Protocol):
     def ledger_get(self, key: str) -> LedgerView | None: ...
 
     def authorization_reads(
-        self, key: str | None, saga_id: str | None, version_digest: str | None
+        self, key: str | None, saga_id: str | None, version_digest: str | None, *, hold: bool = False
     ) -> AuthorizationReads:
         """`ledger_get(key)`, `saga_session(saga_id)` and `find_approval(saga_id,
         version_digest)` in one read (one session on SQL); a None argument skips
-        its read(s) and leaves that field None."""
+        its read(s) and leaves that field None.
+
+        `hold=True` keeps the reads' transaction open on a pinned connection
+        (`AuthorizationReads.tx`): pass it as `tx` to the write that follows
+        (`begin_effect`, `record_event`), which commits it, and to `finish_effect`,
+        which runs on the same connection; `release(tx)` ends it."""
+        ...
+
+    def release(self, tx: Any) -> None:
+        """Roll back what `tx` left open and give its connection back (None: nothing to do)."""
         ...
 
     def record_event(
@@ -80,6 +92,7 @@ class HarnessStore(Protocol):
         parent_event_id: str | None = None,
         hook: Callable[[Any], None] | None = None,
         charge: Charge | None = None,
+        tx: Any = None,
     ) -> str:
         """Append one event (and run `hook` in the same transaction); with `charge`, charge
         the saga's budget in it too, raising `BudgetExhausted` (nothing written) when spent."""
@@ -97,6 +110,7 @@ class HarnessStore(Protocol):
         claim_seconds: float = 30.0,
         guard: Callable[[Any], None] | None = None,
         charge: Charge | None = None,
+        tx: Any = None,
     ) -> str:
         """Commit approval consumption, checkpoint, ledger `pending` (claimed for
         `claim_seconds`) and the intent event.
@@ -121,6 +135,7 @@ class HarnessStore(Protocol):
         result: dict[str, Any] | None,
         event: dict[str, Any],
         hook: Callable[[Any], None] | None = None,
+        tx: Any = None,
     ) -> str:
         """Commit the ledger outcome, the result event and the tool's own record together."""
         ...

@@ -26,7 +26,13 @@ class Answers:
         self.clock = clock
 
     def refuse(
-        self, proposal: ToolCall, caller: Caller, times: EventTimes, reason: str, refusal: Refusal
+        self,
+        proposal: ToolCall,
+        caller: Caller,
+        times: EventTimes,
+        reason: str,
+        refusal: Refusal,
+        tx: Any = None,
     ) -> ToolResult:
         times.authorized_at = times.authorized_at or self.clock()
         event_id = self.store.record_event(
@@ -37,6 +43,7 @@ class Answers:
             tool=proposal.tool,
             detail={"call_id": proposal.call_id, "reason": reason},
             times=times,
+            tx=tx,
         )
         return ToolResult(
             tool=proposal.tool,
@@ -48,7 +55,7 @@ class Answers:
         )
 
     def refuse_call(self, c: Call, reason: str, refusal: Refusal) -> ToolResult:
-        return self.refuse(c.proposal, c.caller, c.times, reason, refusal)
+        return self.refuse(c.proposal, c.caller, c.times, reason, refusal, c.tx)
 
     def lapsed(self, c: Call, reason: str) -> ToolResult:
         """The approver is no longer an active reviewer (wire form kept: ``approver_lapsed``)."""
@@ -66,6 +73,7 @@ class Answers:
             tool=c.spec.name,
             detail={"call_id": c.proposal.call_id, "reason": reason, "key": c.key, "in_flight": True},
             times=c.times,
+            tx=c.tx,
         )
         return ToolResult(
             tool=c.spec.name,
@@ -95,6 +103,7 @@ class Answers:
             tool=c.spec.name,
             detail={"call_id": c.proposal.call_id, "reason": decision.reason, "key": c.key},
             times=c.times,
+            tx=c.tx,
         )
         return ToolResult(
             tool=c.spec.name,
@@ -156,12 +165,14 @@ class Answers:
                 output if isinstance(output, dict) else ({"value": output} if output is not None else None)
             )
             event_id = self.store.finish_effect(
-                key=c.key, ledger_status=ledger_status, result=stored, event=event, hook=hook
+                key=c.key, ledger_status=ledger_status, result=stored, event=event, hook=hook, tx=c.tx
             )
         else:
             applied = status in (ToolStatus.OK, ToolStatus.REPLAYED)
             try:
-                event_id = self.store.record_event(**event, hook=hook if applied else None, charge=charge)
+                event_id = self.store.record_event(
+                    **event, hook=hook if applied else None, charge=charge, tx=c.tx
+                )
             except BudgetExhausted as exc:
                 c.phases.close()
                 return self.refuse_call(c, str(exc), Refusal.BUDGET_EXHAUSTED)

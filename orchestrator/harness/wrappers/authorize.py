@@ -15,7 +15,7 @@ from datetime import datetime
 from orchestrator.harness.approvals import ApprovalRequest
 from orchestrator.harness.ledger_status import LedgerStatus
 from orchestrator.harness.policy import Action, AwaitApproval, PolicyState, Reject, decide
-from orchestrator.harness.ports import NO_READS, HarnessStore
+from orchestrator.harness.ports import NO_READS, AuthorizationReads, HarnessStore
 from orchestrator.harness.principals import tool_refusal
 from orchestrator.harness.spec import Refusal, Risk, ToolResult
 from orchestrator.harness.wrappers.answers import Answers
@@ -47,18 +47,26 @@ class Authorize:
             return self.answers.refuse_call(c, who, Refusal.PERMISSION)
         scope = approval_scope(c)
         # The ledger row, the saga's session and the approval, read together (one read).
+        # A write's reads begin the transaction its intent commits (held; released below).
         if scope is not None:
-            reads = self.store.authorization_reads(c.key, scope[0], scope[1])
+            reads = self.store.authorization_reads(c.key, scope[0], scope[1], hold=True)
         elif c.key:
-            reads = self.store.authorization_reads(c.key, None, None)
+            reads = self.store.authorization_reads(c.key, None, None, hold=True)
         else:
             reads = NO_READS
+        c.tx = reads.tx
+        try:
+            return self._decide(c, reads)
+        finally:
+            self.store.release(reads.tx)
+
+    def _decide(self, c: Call, reads: AuthorizationReads) -> ToolResult:
         ledger = reads.ledger
         if ledger is not None and ledger.args_digest != c.digest:
             return self.answers.refuse_call(
                 c, f"idempotency key {c.key} was used with other arguments", Refusal.CONFLICT
             )
-        request = approval_request(scope, reads.saga_session)
+        request = approval_request(approval_scope(c), reads.saga_session)
         state = PolicyState(
             capabilities=c.caller.capabilities,
             needed_capability=c.spec.needed_capability,

@@ -99,6 +99,9 @@ class Call:
     ledger: LedgerView | None = None
     approval_id: str | None = None
     request: ApprovalRequest | None = None
+    # The store's open transaction from the authorization reads (SQL: one pinned
+    # connection for the whole call), for the intent or the refusal to commit in.
+    tx: Any = None
 
     @property
     def attrs(self) -> dict[str, Any]:

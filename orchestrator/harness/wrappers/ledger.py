@@ -119,6 +119,7 @@ class Ledger:
                 claim_seconds=self.claim_seconds,
                 guard=self._guard(c),
                 charge=self.charge(c),
+                tx=c.tx,
             )
         except KeyInFlight:
             return self.answers.in_flight(c, self.claim_seconds)
