@@ -8,6 +8,8 @@ next state with the next handoff, in the consumer's transaction.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from sqlmodel import Session
 
 from orchestrator.app import App, Finalizer, noop
@@ -62,14 +64,30 @@ def _preparing(app: App, saga_id: str) -> bool:
         return records.load_saga(s, saga_id).state == SagaState.PREPARING
 
 
-def _run(app: App, role: str, handoff: Handoff, planner: Planner) -> str | None:
-    """Run the planner; the reason it stopped early, or None when it finished."""
+class Stopped(NamedTuple):
+    reason: str
+    # The saga's durable budget is spent: the saga fails with the reason as it is.
+    exhausted: bool = False
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+def _run(app: App, role: str, handoff: Handoff, planner: Planner) -> Stopped | None:
+    """Run the planner; why it stopped early, or None when it finished."""
     try:
         caller = _caller(role, handoff)
     except PolicyRefused as exc:
-        return str(exc)
+        return Stopped(str(exc))
     outcome = run_loop(app.harness, planner, caller, LIMITS)
-    return None if outcome.finished else outcome.stop_reason
+    return None if outcome.finished else Stopped(outcome.stop_reason, outcome.exhausted)
+
+
+def _spent(saga_id: str, role: str, stopped: Stopped | None) -> Finalizer | None:
+    """A spent budget fails the saga with "budget exhausted: …"; nothing is sent after it."""
+    if stopped is not None and stopped.exhausted:
+        return _fail(saga_id, role, stopped.reason)
+    return None
 
 
 def _wider_than_role(role: str, handoff: Handoff) -> Finalizer | None:
@@ -88,6 +106,8 @@ def research_handler(app: App, handoff: Handoff, holder: str) -> Finalizer:
         return refused
     planner = ResearchPlanner(handoff.saga_id)
     stopped = _run(app, "researcher", handoff, planner)
+    if spent := _spent(handoff.saga_id, "researcher", stopped):
+        return spent
     if stopped or planner.evidence is None:
         return _fail(handoff.saga_id, "researcher", f"research stopped: {stopped or 'no evidence'}")
     evidence = Evidence.model_validate(planner.evidence)
@@ -135,6 +155,8 @@ def draft_handler(app: App, handoff: Handoff, holder: str) -> Finalizer:
         registry=app.registry,
     )
     stopped = _run(app, "writer", handoff, planner)
+    if spent := _spent(handoff.saga_id, "writer", stopped):
+        return spent
     if stopped or planner.result is None:
         why = stopped or getattr(planner, "failure", None) or "no draft"
         return _fail(handoff.saga_id, "writer", f"writing stopped: {why}")
@@ -190,6 +212,8 @@ def review_handler(app: App, handoff: Handoff, holder: str) -> Finalizer:
         return refused
     planner = ReviewPlanner(handoff.saga_id, number, digest, sources)
     stopped = _run(app, "reviewer", handoff, planner)
+    if spent := _spent(handoff.saga_id, "reviewer", stopped):
+        return spent
     if stopped or planner.result is None:
         return _fail(handoff.saga_id, "reviewer", f"review stopped: {stopped or 'no report'}")
     review_digest = str(planner.result["review_digest"])
