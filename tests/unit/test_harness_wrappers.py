@@ -313,3 +313,46 @@ def test_the_spec_executor_says_what_happened_without_raising() -> None:
     )
     assert SpecExecutor().run(_call(risky)).outcome == "maybe"
     assert SpecExecutor().probe(_call(risky)).kind == "unknown"  # NO_PROBE-like: no status query
+
+
+# -- the path entry points get -------------------------------------------------
+def test_the_tool_path_lists_descriptions_without_executors() -> None:
+    import ast
+    import dataclasses
+    from pathlib import Path
+
+    from orchestrator.harness.engine import Harness
+    from orchestrator.harness.spec import ToolInfo
+
+    harness = Harness(Registry([READ, WRITE, PUBLISH]), _store(), signing_key=KEY)
+    assert [t.name for t in harness.tools] == ["publish", "t.read", "t.write"]
+    fields = {f.name for f in dataclasses.fields(ToolInfo)}
+    assert not fields & {"executor", "status_probe", "recorder", "pre_execute", "key"}
+    root = Path(__file__).resolve().parents[2] / "orchestrator" / "entrypoints"
+    for module in ("mcp_server.py", "mcp_listing.py"):
+        tree = ast.parse((root / module).read_text(encoding="utf-8"))
+        touched = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+        assert "registry" not in touched, f"{module} reaches the registry"
+
+
+def test_a_compensation_must_name_a_registered_write_tool() -> None:
+    import pytest
+
+    from orchestrator.harness.engine import Harness
+    from orchestrator.harness.registry import RegistryError
+
+    undo = high_risk(
+        "publish",
+        "p",
+        Args,
+        _run,
+        key=lambda a: "k",
+        probe=IRREVERSIBLE,
+        compensation="t.undo",
+        approval=lambda a: ("s1", DIGEST, "fake:one"),
+    )
+    with pytest.raises(RegistryError, match="t.undo"):
+        Harness(Registry([undo]), _store(), signing_key=KEY)
+    fixed = reversible_write("t.undo", "undo", Args, _run, key=lambda a: "u")
+    harness = Harness(Registry([undo, fixed]), _store(), signing_key=KEY)
+    assert next(t for t in harness.tools if t.name == "publish").compensation == "t.undo"
