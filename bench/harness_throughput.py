@@ -240,14 +240,19 @@ def run_database(
     from orchestrator.bootstrap import build_app
     from orchestrator.core.config import Settings
     from orchestrator.harness.capabilities import ROLE_CAPABILITIES
-    from orchestrator.harness.engine import Caller
     from orchestrator.harness.spec import ToolCall, ToolContext, ToolStatus
+    from orchestrator.toolpath.engine import Caller
     from sagas.destinations.memory import memory_store
     from sagas.publishing import PublishArgs, publish_key
 
     app = build_app(
         Settings(
-            database_url=url, broker_url="inline://", secret="bench-secret", secret_file=workdir / "secret"
+            database_url=url,
+            broker_url="inline://",
+            secret="bench-secret",
+            secret_file=workdir / "secret",
+            # Hundreds of reads for one saga: a budget they never reach, still charged on every call.
+            saga_budget=10**9,
         )
     )
     destination = f"memory:bench-{uuid.uuid4().hex[:8]}"

@@ -137,8 +137,8 @@ def run_database(label: str, url: str, workdir: Path, hook_url: str, n: int) -> 
     from orchestrator.bootstrap import build_app
     from orchestrator.core.config import Settings
     from orchestrator.harness.capabilities import ROLE_CAPABILITIES
-    from orchestrator.harness.engine import Caller
     from orchestrator.harness.spec import ToolCall, ToolStatus
+    from orchestrator.toolpath.engine import Caller
     from sagas.destinations.base import PublishedVersion
     from sagas.destinations.registry import slugify
     from sagas.publishing import PublishArgs, publish_key

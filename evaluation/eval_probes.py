@@ -31,10 +31,10 @@ from sqlmodel import col
 
 from orchestrator.app import App
 from orchestrator.core.errors import InvalidInput
-from orchestrator.harness.engine import Caller, Harness
 from orchestrator.harness.spec import ToolCall, ToolResult
 from orchestrator.store.db import unit_of_work
 from orchestrator.store.tables import WorkRow, utcnow
+from orchestrator.toolpath.engine import Caller, Harness
 from outbox.broker import InlineBroker
 from sagas.destinations.memory import MemoryStore
 

@@ -30,9 +30,9 @@ from orchestrator.app import App
 from orchestrator.bootstrap import build_app
 from orchestrator.core.config import Settings
 from orchestrator.harness.capabilities import ROLE_CAPABILITIES
-from orchestrator.harness.engine import Caller
 from orchestrator.harness.spec import Risk, ToolCall
 from orchestrator.store.tables import ArtifactRow
+from orchestrator.toolpath.engine import Caller
 from roles.artifacts import Evidence
 from roles.corpus import load_corpus
 from roles.ranking import collect_evidence

@@ -45,12 +45,12 @@ from orchestrator.core.config import Settings
 from orchestrator.harness.approvals import ApprovalBinding, session_for
 from orchestrator.harness.capabilities import ROLE_CAPABILITIES
 from orchestrator.harness.checkpoints import AgentState
-from orchestrator.harness.engine import Caller
 from orchestrator.harness.spec import ToolCall, ToolStatus
 from orchestrator.store.db import dispose_all, make_engine, unit_of_work
 from orchestrator.store.events import add_event
 from orchestrator.store.harness_store import SqlHarnessStore, approval_row
 from orchestrator.store.tables import CheckpointRow, SagaRow, utcnow
+from orchestrator.toolpath.engine import Caller
 from sagas import records
 from sagas.destinations.memory import memory_store
 from sagas.machine import SagaEvent, SagaState

@@ -30,9 +30,9 @@ from evaluation.faults import (
     call,
 )
 from orchestrator.harness.checkpoints import verify_chain
-from orchestrator.harness.engine import Harness
-from orchestrator.harness.loop import LoopLimits, run_loop
 from orchestrator.harness.spec import ToolCall, ToolResult, ToolStatus
+from orchestrator.toolpath.engine import Harness
+from orchestrator.toolpath.loop import LoopLimits, run_loop
 
 ROW_TIMEOUT = "side effect happened, then timeout"
 ROW_UNAPPROVED = "high-risk call before approval"

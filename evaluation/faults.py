@@ -34,7 +34,6 @@ from orchestrator.harness.approvals import ApprovalBinding, ApprovalRequest, min
 from orchestrator.harness.capabilities import Capabilities
 from orchestrator.harness.checkpoints import AgentState
 from orchestrator.harness.digests import business_key, text_digest
-from orchestrator.harness.engine import Caller, Harness
 from orchestrator.harness.ports import HarnessStore
 from orchestrator.harness.provenance import DataEnvelope
 from orchestrator.harness.registry import Registry
@@ -48,6 +47,7 @@ from orchestrator.harness.spec import (
     ToolResult,
     ToolSpec,
 )
+from orchestrator.toolpath.engine import Caller, Harness
 
 SIGNING_KEY = b"fault-bench-signing-key"
 DEST = "fake:one"

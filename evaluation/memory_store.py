@@ -29,8 +29,9 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from orchestrator.core.errors import ApprovalRefused, IdempotencyConflict, NotFound
+from orchestrator.core.errors import ApprovalRefused, IdempotencyConflict, KeyInFlight, NotFound
 from orchestrator.harness.approvals import ApprovalBinding, ApprovalView, mint, session_for
+from orchestrator.harness.budget import Charge, Spent, exhausted, over
 from orchestrator.harness.checkpoints import GENESIS, AgentState, chain_hash
 from orchestrator.harness.ledger_status import RESTARTABLE, LedgerStatus
 from orchestrator.harness.ports import AuthorizationReads, EventTimes, LedgerView
@@ -119,6 +120,7 @@ class _State:
     events: list[StoredEvent] = field(default_factory=list)
     checkpoints: list[StoredCheckpoint] = field(default_factory=list)
     seq: int = 0
+    budgets: dict[str, Spent] = field(default_factory=dict)  # saga id -> spent so far
 
     def copy(self) -> _State:
         # Values are frozen, so copying the containers is a full snapshot.
@@ -129,7 +131,15 @@ class _State:
             list(self.events),
             list(self.checkpoints),
             self.seq,
+            dict(self.budgets),
         )
+
+
+def _charge(st: _State, c: Charge) -> None:
+    now = st.budgets.get(c.saga_id, Spent())
+    if over(now, c):
+        raise exhausted(c, now)
+    st.budgets[c.saga_id] = Spent(now.calls + c.calls, now.tokens + c.tokens, now.cost + c.cost)
 
 
 class MemoryHarnessStore:
@@ -179,8 +189,9 @@ class MemoryHarnessStore:
             return entry.view() if entry is not None else None
 
     def authorization_reads(
-        self, key: str | None, saga_id: str | None, version_digest: str | None
+        self, key: str | None, saga_id: str | None, version_digest: str | None, *, hold: bool = False
     ) -> AuthorizationReads:
+        # `hold` is a no-op here: each method below is its own transaction under the lock.
         with self._lock:  # re-entrant: one consistent view of the three
             return AuthorizationReads(
                 ledger=self.ledger_get(key) if key else None,
@@ -202,8 +213,12 @@ class MemoryHarnessStore:
         times: EventTimes | None = None,
         parent_event_id: str | None = None,
         hook: Callable[[Any], None] | None = None,
+        charge: Charge | None = None,
+        tx: Any = None,
     ) -> str:
         with self._transaction() as st:
+            if charge is not None:
+                _charge(st, charge)
             event = self._add_event(
                 st,
                 event_id=uuid.uuid4().hex,
@@ -231,11 +246,15 @@ class MemoryHarnessStore:
         times: EventTimes,
         claim_seconds: float = 30.0,
         guard: Callable[[Any], None] | None = None,
+        charge: Charge | None = None,
+        tx: Any = None,
     ) -> str:
         key = state.idempotency_key
         with self._transaction() as st:
             if guard is not None:
                 guard(st)
+            if charge is not None:
+                _charge(st, charge)
             if approval_id is not None:
                 self._consume(st, approval_id, execution or "")
             if key:
@@ -274,6 +293,7 @@ class MemoryHarnessStore:
         result: dict[str, Any] | None,
         event: dict[str, Any],
         hook: Callable[[Any], None] | None = None,
+        tx: Any = None,
     ) -> str:
         with self._transaction() as st:
             added = self._add_event(st, event_id=uuid.uuid4().hex, **event)
@@ -288,6 +308,13 @@ class MemoryHarnessStore:
             if hook is not None and ledger_status == LedgerStatus.DONE:
                 hook(MemoryTx(self, added.event_id, added.saga_id))
             return added.event_id
+
+    def release(self, tx: Any) -> None:
+        return None
+
+    def spent(self, saga_id: str) -> Spent:
+        with self._lock:
+            return self._state.budgets.get(saga_id, Spent())
 
     # -- the pieces of a transaction ----------------------------------------
     def _add_event(
@@ -362,7 +389,7 @@ class MemoryHarnessStore:
             and entry.claimed_until is not None
             and entry.claimed_until > now
         ):
-            raise IdempotencyConflict(f"key {key} is in flight", key=key, in_flight=True)
+            raise KeyInFlight(f"key {key} is in flight", key=key)
         if entry.status not in RESTARTABLE:
             raise IdempotencyConflict(f"key {key} is {entry.status}", key=key)
         st.ledger[key] = replace(

@@ -22,7 +22,6 @@ from orchestrator.core.clock import Clock
 from orchestrator.core.config import Settings
 from orchestrator.core.errors import InvalidInput, NotFound, Refused, RetryLater
 from orchestrator.core.routing import queue_of
-from orchestrator.harness.engine import Harness
 from orchestrator.harness.principals import acting
 from orchestrator.harness.registry import Registry
 from orchestrator.store import dead_letters
@@ -31,6 +30,7 @@ from orchestrator.store.harness_store import SqlHarnessStore, insert_event
 from orchestrator.store.people import SqlPeopleStore
 from orchestrator.store.tables import SagaRow
 from orchestrator.store.work import claim_lease, complete, new_work
+from orchestrator.toolpath.engine import Harness
 from outbox.broker import Broker, InlineBroker
 from outbox.handlers import Handler
 from outbox.inbox import already_applied, claim

@@ -17,7 +17,6 @@ from orchestrator.app import App
 from orchestrator.core.clock import SYSTEM_CLOCK, Clock
 from orchestrator.core.config import Settings
 from orchestrator.core.routing import DRAFT, PUBLISH, RESEARCH, REVIEW
-from orchestrator.harness.engine import Harness
 from orchestrator.harness.registry import Registry
 from orchestrator.harness.spec import Risk, ToolSpec
 from orchestrator.saga_tools import saga_tools
@@ -26,6 +25,7 @@ from orchestrator.store.harness_store import SqlHarnessStore
 from orchestrator.store.people import SqlPeopleStore
 from orchestrator.store.tables import WorkRow
 from orchestrator.store.work import renew_lease, sweep_expired
+from orchestrator.toolpath.engine import Harness
 from outbox.broker import Broker, CeleryBroker, InlineBroker, NullBroker
 from outbox.relay import Relay
 from outbox.writer import Outbox
@@ -101,7 +101,13 @@ def build_app(
     ]:
         registry.register(spec)
     broker = broker or make_broker(settings)
-    harness = Harness(registry, store, signing_key=key, claim_seconds=settings.destination_timeout + 5)
+    harness = Harness(
+        registry,
+        store,
+        signing_key=key,
+        claim_seconds=settings.destination_timeout + 5,
+        saga_budget=settings.saga_budget,
+    )
     runner = SagaRunner(
         transact=lambda: unit_of_work(engine),
         tools=harness,

@@ -9,6 +9,7 @@ next state with the next handoff, in the consumer's transaction.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
@@ -17,11 +18,11 @@ from orchestrator.core.config import Settings
 from orchestrator.core.errors import PolicyRefused
 from orchestrator.core.routing import DRAFT, REVIEW, TASKS
 from orchestrator.harness.capabilities import ROLE_CAPABILITIES, narrow, require_within
-from orchestrator.harness.engine import Caller, Harness
-from orchestrator.harness.loop import LoopLimits, run_loop
 from orchestrator.harness.ports import Planner
 from orchestrator.harness.registry import Registry
 from orchestrator.store.db import UnitOfWork
+from orchestrator.toolpath.engine import Caller, Harness
+from orchestrator.toolpath.loop import LoopLimits, run_loop
 from outbox.handlers import Dispatch, Finalizer, noop
 from outbox.messages import ArtifactRef, Handoff
 from roles.artifacts import Evidence
@@ -34,7 +35,6 @@ from telemetry import names
 
 # Versions the writer made; any other author is a person whose text is never redrafted.
 MACHINE_AUTHORS = frozenset({"writer"})
-LIMITS = LoopLimits(max_steps=12, budget=16, deadline_seconds=300)
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,9 @@ class RolePorts:
     dispatch: Dispatch
     settings: Settings
     catalogue: Registry  # read only: the tools a model planner may be shown
+
+
+LIMITS = LoopLimits(max_steps=12, budget=16, deadline_seconds=300)
 
 
 def capabilities_for(role: str, handoff: Handoff) -> frozenset[str]:
@@ -78,14 +81,30 @@ def _preparing(ports: RolePorts, saga_id: str) -> bool:
         return records.load_saga(s, saga_id).state == SagaState.PREPARING
 
 
-def _run(ports: RolePorts, role: str, handoff: Handoff, planner: Planner) -> str | None:
-    """Run the planner; the reason it stopped early, or None when it finished."""
+class Stopped(NamedTuple):
+    reason: str
+    # The saga's durable budget is spent: the saga fails with the reason as it is.
+    exhausted: bool = False
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+def _run(ports: RolePorts, role: str, handoff: Handoff, planner: Planner) -> Stopped | None:
+    """Run the planner; why it stopped early, or None when it finished."""
     try:
         caller = _caller(role, handoff)
     except PolicyRefused as exc:
-        return str(exc)
+        return Stopped(str(exc))
     outcome = run_loop(ports.tools, planner, caller, LIMITS)
-    return None if outcome.finished else outcome.stop_reason
+    return None if outcome.finished else Stopped(outcome.stop_reason, outcome.exhausted)
+
+
+def _spent(saga_id: str, role: str, stopped: Stopped | None) -> Finalizer | None:
+    """A spent budget fails the saga with "budget exhausted: …"; nothing is sent after it."""
+    if stopped is not None and stopped.exhausted:
+        return _fail(saga_id, role, stopped.reason)
+    return None
 
 
 def _wider_than_role(role: str, handoff: Handoff) -> Finalizer | None:
@@ -104,6 +123,8 @@ def research_handler(ports: RolePorts, handoff: Handoff, holder: str) -> Finaliz
         return refused
     planner = ResearchPlanner(handoff.saga_id)
     stopped = _run(ports, "researcher", handoff, planner)
+    if spent := _spent(handoff.saga_id, "researcher", stopped):
+        return spent
     if stopped or planner.evidence is None:
         return _fail(handoff.saga_id, "researcher", f"research stopped: {stopped or 'no evidence'}")
     evidence = Evidence.model_validate(planner.evidence)
@@ -151,6 +172,8 @@ def draft_handler(ports: RolePorts, handoff: Handoff, holder: str) -> Finalizer:
         registry=ports.catalogue,
     )
     stopped = _run(ports, "writer", handoff, planner)
+    if spent := _spent(handoff.saga_id, "writer", stopped):
+        return spent
     if stopped or planner.result is None:
         why = stopped or getattr(planner, "failure", None) or "no draft"
         return _fail(handoff.saga_id, "writer", f"writing stopped: {why}")
@@ -206,6 +229,8 @@ def review_handler(ports: RolePorts, handoff: Handoff, holder: str) -> Finalizer
         return refused
     planner = ReviewPlanner(handoff.saga_id, number, digest, sources)
     stopped = _run(ports, "reviewer", handoff, planner)
+    if spent := _spent(handoff.saga_id, "reviewer", stopped):
+        return spent
     if stopped or planner.result is None:
         return _fail(handoff.saga_id, "reviewer", f"review stopped: {stopped or 'no report'}")
     review_digest = str(planner.result["review_digest"])

@@ -19,9 +19,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlmodel import Session, col, select
 
 from orchestrator.core.errors import InvalidInput, Refused
+from orchestrator.harness.declare import high_risk, read_only, reversible_write
 from orchestrator.harness.digests import business_key
 from orchestrator.harness.links import LinkPolicy, describe, foreign_links
-from orchestrator.harness.spec import ProbeAnswer, Risk, ToolContext, ToolResult, ToolSpec, ToolStatus
+from orchestrator.harness.spec import ProbeAnswer, ToolContext, ToolResult, ToolSpec, ToolStatus
 from orchestrator.store.db import UnitOfWork
 from orchestrator.store.tables import ApprovalRow, SagaRow, StepRow, VersionRow
 from sagas import effect_checks, records
@@ -82,34 +83,31 @@ class PublishingTools:
 
     def specs(self) -> list[ToolSpec]:
         return [
-            ToolSpec(
-                name="publish",
-                description="Publish an approved version to one destination. High risk: needs a person's "
+            high_risk(
+                "publish",
+                "Publish an approved version to one destination. High risk: needs a person's "
                 "approval of this exact version and destination set; answered once per business key.",
-                input_model=PublishArgs,
-                risk=Risk.HIGH_RISK,
-                executor=self._publish,
-                output_model=Receipt,
+                PublishArgs,
+                self._publish,
+                output=Receipt,
                 key=publish_key,
-                status_probe=self._probe,
-                compensation=self._compensate_by_key,
-                approval_scope=lambda a: (a.saga_id, a.version_digest, a.destination),
+                probe=self._probe,
+                compensation="publish.compensate",
+                approval=lambda a: (a.saga_id, a.version_digest, a.destination),
                 recorder=self._record_publish,
                 pre_execute=(self._publish_bound, self._bytes_match, self._within_roots),
             ),
-            ToolSpec(
-                name="publish.status",
-                description="Ask a destination whether the publish of a version under its key is applied.",
-                input_model=PublishArgs,
-                risk=Risk.READ_ONLY,
-                executor=self._status,
+            read_only(
+                "publish.status",
+                "Ask a destination whether the publish of a version under its key is applied.",
+                PublishArgs,
+                self._status,
             ),
-            ToolSpec(
-                name="publish.compensate",
-                description="Undo a publish by its key (a revert commit, a restored page, an HTTP DELETE).",
-                input_model=CompensateArgs,
-                risk=Risk.REVERSIBLE_WRITE,
-                executor=self._compensate,
+            reversible_write(
+                "publish.compensate",
+                "Undo a publish by its key (a revert commit, a restored page, an HTTP DELETE).",
+                CompensateArgs,
+                self._compensate,
                 key=lambda a: "undo-" + publish_key(a),
                 recorder=self._record_compensation,
                 pre_execute=(self._compensate_bound, self._within_roots),

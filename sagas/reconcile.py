@@ -24,11 +24,11 @@ from sqlmodel import Session
 from orchestrator.core.errors import InvalidInput, Refused
 from orchestrator.core.routing import PUBLISH
 from orchestrator.harness.capabilities import ROLE_CAPABILITIES
-from orchestrator.harness.engine import Caller
 from orchestrator.harness.spec import ToolCall, ToolStatus
 from orchestrator.store.events import add_event
 from orchestrator.store.tables import SagaRow, StepRow
 from orchestrator.store.work import abandon_open_work
+from orchestrator.toolpath.engine import Caller
 from outbox.handlers import Dispatch
 from sagas import decider, records
 from sagas.machine import SagaEvent, SagaState, apply

@@ -30,11 +30,12 @@ from orchestrator.core.errors import RetryLater
 from orchestrator.harness.approvals import ApprovalRequest, ApprovalView, refusal, session_for
 from orchestrator.harness.capabilities import ROLE_CAPABILITIES
 from orchestrator.harness.digests import business_key
-from orchestrator.harness.engine import Caller, sleep_backoff
-from orchestrator.harness.ports import HarnessStore, ToolPath
+from orchestrator.harness.ports import HarnessStore
 from orchestrator.harness.spec import Refusal, ToolCall, ToolResult, ToolStatus
 from orchestrator.store.db import UnitOfWork
 from orchestrator.store.tables import SagaRow, StepRow, utcnow
+from orchestrator.toolpath.engine import Caller, sleep_backoff
+from orchestrator.toolpath.tool_path import ToolPath
 from outbox.handlers import Finalizer, noop
 from outbox.messages import Handoff
 from sagas import decider, records

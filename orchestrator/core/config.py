@@ -43,6 +43,12 @@ class Settings(BaseSettings):
     max_attempts: int = Field(default=5, ge=1, description="lease recoveries before a saga fails")
     approval_ttl: float = Field(default=24 * 3600.0, gt=0, description="default approval expiry, seconds")
     max_review_rounds: int = Field(default=2, ge=0)
+    saga_budget: int = Field(
+        default=200,
+        ge=0,
+        description="tool calls a saga's agents may make in all, kept durably and charged with each "
+        "call's intent (a turn re-run after a crash continues the count); 0: no limit",
+    )
     relay_poll: float = Field(default=1.0, gt=0, description="relay idle poll interval, seconds")
     relay_grace: float = Field(
         default=2.0, ge=0, description="age before the relay sends a row the writer did not"

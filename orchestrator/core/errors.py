@@ -15,6 +15,7 @@
     │   ├── NotPermitted        the caller's roles lack the permission (HTTP 403)
     │   │   └── SelfApproval    the submitter or an author tries to approve (also ApprovalRefused)
     │   └── IdempotencyConflict same business key, different arguments
+    │       └── KeyInFlight     same key, another call holds it right now
     ├── ServiceUnavailable      exit 5: the database or the broker cannot be reached
     ├── ApprovalRequired        an outcome, not a failure: a person must approve
     ├── EffectUnknown           an outcome: a side effect may have happened
@@ -85,6 +86,10 @@ class PolicyRefused(Refused):
 
 class IdempotencyConflict(Refused):
     pass
+
+
+class KeyInFlight(IdempotencyConflict):
+    """Another call holds the business key right now: ask again after its claim runs out."""
 
 
 class ServiceUnavailable(PressroomError):
@@ -158,6 +163,7 @@ __all__ = [
     "DestinationError",
     "EffectUnknown",
     "IdempotencyConflict",
+    "KeyInFlight",
     "IllegalTransition",
     "InvalidInput",
     "MaybeApplied",

@@ -1,10 +1,10 @@
 """`pressroom mcp`: the registry's tools for MCP clients, through the one tool path.
 
 Built on the official SDK's low-level `Server`, so the tool list is ours to
-generate from `app.registry`: input schema = the input model's JSON Schema,
+generate from the tool path's descriptions: input schema = the input model's JSON Schema,
 output schema = the answer envelope around the tool's output model, hints
-from the risk class. `tools/call` hands a `ToolCall` and a `Caller` to
-`app.harness.call` and maps the `ToolResult`; there is no other way from here
+from the risk class. `tools/call` hands a `ToolCall` and a `Caller` to the
+path's `call` and maps the `ToolResult`; there is no other way from here
 to an executor, so validation, policy, approvals and the ledger apply to MCP
 exactly as to the roles. Every answer is a `DataEnvelope`: data, with provenance.
 
@@ -35,9 +35,8 @@ import json
 import logging
 import sys
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
 from importlib import metadata
 from typing import Any, cast
 
@@ -48,9 +47,7 @@ from mcp.server import Server, ServerRequestContext
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuthBackend, RequireAuthMiddleware
 from mcp.server.auth.provider import AccessToken
-from pydantic import BaseModel, create_model
 
-from orchestrator.app import App
 from orchestrator.core.errors import InvalidInput
 from orchestrator.entrypoints.mcp_json import (
     MarkDuplicates,
@@ -58,13 +55,14 @@ from orchestrator.entrypoints.mcp_json import (
     duplicate_arguments,
     holds_duplicate,
 )
-from orchestrator.harness.engine import Caller
+from orchestrator.entrypoints.mcp_listing import Answer, ApprovalNeeded, internal, tool_of
 from orchestrator.harness.principals import Principal
-from orchestrator.harness.provenance import DataEnvelope, wrap
-from orchestrator.harness.registry import Registry
-from orchestrator.harness.spec import Risk, ToolCall, ToolResult, ToolSpec, ToolStatus
+from orchestrator.harness.provenance import wrap
+from orchestrator.harness.spec import Risk, ToolCall, ToolInfo, ToolResult, ToolStatus
 from orchestrator.people import resolve
 from orchestrator.store.people import PeopleStore
+from orchestrator.toolpath.engine import Caller
+from orchestrator.toolpath.tool_path import ToolPath
 from telemetry import names
 
 log = logging.getLogger(__name__)
@@ -74,12 +72,6 @@ log = logging.getLogger(__name__)
 DEFAULT_CAPABILITIES = frozenset(
     {"corpus.search", "corpus.read", "saga.submit", "saga.status", "saga.show", "publish"}
 )
-HINTS: dict[Risk, dict[str, bool]] = {
-    Risk.READ_ONLY: {"read_only_hint": True},
-    Risk.REVERSIBLE_WRITE: {"read_only_hint": False, "destructive_hint": False, "idempotent_hint": True},
-    Risk.HIGH_RISK: {"read_only_hint": False, "destructive_hint": True, "idempotent_hint": True},
-    Risk.DENY: {"read_only_hint": False, "destructive_hint": True, "idempotent_hint": False},
-}
 
 
 # -- identity (pure) -----------------------------------------------------------
@@ -94,13 +86,13 @@ class Identity:
             raise InvalidInput("an MCP identity needs a name of 1-100 characters on one line")
 
 
-def parse_capabilities(wanted_names: list[str] | None, registry: Registry) -> frozenset[str]:
+def parse_capabilities(wanted_names: list[str] | None, tools: Sequence[ToolInfo]) -> frozenset[str]:
     """Capabilities a person names; unknown names and denied tools are refused."""
     if wanted_names is None:
         return DEFAULT_CAPABILITIES
     wanted = frozenset(n.strip() for n in wanted_names if n.strip())
-    denied = {s.needed_capability for s in registry if s.risk is Risk.DENY}
-    known = {s.needed_capability for s in registry if s.risk is not Risk.DENY and not internal(s)}
+    denied = {s.needed_capability for s in tools if s.risk is Risk.DENY}
+    known = {s.needed_capability for s in tools if s.risk is not Risk.DENY and not internal(s)}
     if wanted & denied:
         raise InvalidInput(f"denied by policy, no capability allows: {', '.join(sorted(wanted & denied))}")
     if not wanted or wanted - known:
@@ -140,54 +132,6 @@ def caller_for(identity: Identity, arguments: Mapping[str, Any]) -> Caller:
         principal=identity.principal,
         saga_id=saga_id,
         span_attributes={names.ATTR_SAGA_ID: saga_id} if saga_id else {},
-    )
-
-
-# -- tools/list ---------------------------------------------------------------
-def internal(spec: ToolSpec) -> bool:
-    """A tool only Pressroom's own runner calls; MCP clients never see it."""
-    return bool(spec.annotations.get("internal"))
-
-
-class ApprovalNeeded(BaseModel):
-    """What a person does so that a waiting high-risk call may go ahead."""
-
-    saga_id: str
-    version_digest: str
-    destination: str | None = None
-    approve_command: str
-    review_page: str
-
-
-class Answer(DataEnvelope):
-    """What an MCP client gets back: tool output as data, with the call's ids."""
-
-    idempotency_key: str | None = None
-    event_id: str | None = None
-    approval: ApprovalNeeded | None = None
-
-
-@cache
-def answer_schema(output_model: type[BaseModel]) -> dict[str, Any]:
-    content: Any = output_model | None
-    model = create_model(f"{output_model.__name__}Answer", __base__=Answer, content=(content, None))
-    return model.model_json_schema()
-
-
-def tool_of(spec: ToolSpec) -> types.Tool:
-    description = spec.description
-    if spec.risk is Risk.DENY:
-        description += " Denied by policy: listed so that it is known; every call is refused."
-    title = spec.annotations.get("title")
-    return types.Tool(
-        name=spec.name,
-        description=description,
-        input_schema=spec.input_schema(),
-        output_schema=answer_schema(spec.output_model) if spec.output_model else None,
-        annotations=types.ToolAnnotations(
-            title=title if isinstance(title, str) else None, **HINTS[spec.risk]
-        ),
-        _meta={"pressroom/risk": spec.risk.value, "pressroom/capability": spec.needed_capability},
     )
 
 
@@ -242,14 +186,14 @@ def to_mcp(result: ToolResult) -> types.CallToolResult:
 IdentityOf = Callable[[ServerRequestContext[Any, Any]], Identity | None]
 
 
-def build_server(app: App, identity_of: IdentityOf) -> Server[Any]:
-    """A low-level MCP server whose only way to a tool is `app.harness.call`."""
-    internal_capabilities = frozenset(s.needed_capability for s in app.registry if internal(s))
+def build_server(harness: ToolPath, identity_of: IdentityOf) -> Server[Any]:
+    """A low-level MCP server whose only way to a tool is `harness.call` (the wrapped tool path)."""
+    internal_capabilities = frozenset(s.needed_capability for s in harness.tools if internal(s))
 
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[tool_of(spec) for spec in app.registry if not internal(spec)])
+        return types.ListToolsResult(tools=[tool_of(spec) for spec in harness.tools if not internal(spec)])
 
     def call(
         identity: Identity, name: str, arguments: dict[str, Any], meta: Any = None
@@ -267,7 +211,7 @@ def build_server(app: App, identity_of: IdentityOf) -> Server[Any]:
         caller = caller_for(identity, arguments)
         # Internal tools are refused by policy: no MCP caller holds their capability.
         caller = dataclasses.replace(caller, capabilities=caller.capabilities - internal_capabilities)
-        return to_mcp(app.harness.call(proposal, caller))
+        return to_mcp(harness.call(proposal, caller))
 
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
@@ -353,13 +297,15 @@ def run_mcp(*, transport: str, host: str, port: int, actor: str | None, capabili
             "give each client its user's token"
         )
     if transport == "stdio":
-        caps = parse_capabilities(capabilities.split(",") if capabilities is not None else None, app.registry)
+        caps = parse_capabilities(
+            capabilities.split(",") if capabilities is not None else None, app.harness.tools
+        )
         token = settings.token.get_secret_value() if settings.token is not None else None
         principal = resolve(app.people, token=token, claimed=actor, default="mcp-client")
         identity = identity_of_principal(principal, caps)
         mode = "closed" if principal.verified else "open"
         log.info("MCP over stdio as %s (%s mode) with %s", identity.actor, mode, ", ".join(sorted(caps)))
-        anyio.run(_serve_stdio, build_server(app, lambda _ctx: identity))
+        anyio.run(_serve_stdio, build_server(app.harness, lambda _ctx: identity))
         return
     if app.people.is_open():
         raise InvalidInput(
@@ -372,7 +318,7 @@ def run_mcp(*, transport: str, host: str, port: int, actor: str | None, capabili
 
     log.info("MCP over streamable HTTP on http://%s:%d/mcp (closed mode)", host, port)
     uvicorn.run(
-        http_app(build_server(app, http_identity(app.people)), UserTokens(app.people), host),
+        http_app(build_server(app.harness, http_identity(app.people)), UserTokens(app.people), host),
         host=host,
         port=port,
         log_config=None,

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import hmac
 from datetime import datetime
+from enum import StrEnum
 from hashlib import sha256
+from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
@@ -67,28 +69,67 @@ def mint(binding: ApprovalBinding, key: bytes) -> str:
     return hmac.new(key, binding.canonical(), sha256).hexdigest()
 
 
-def refusal(approval: ApprovalView | None, want: ApprovalRequest, *, key: bytes, now: datetime) -> str | None:
-    """Why `approval` does not authorize `want`, or None when it does."""
+class ApprovalProblem(StrEnum):
+    """Why an approval does not authorize a call: the typed half of `ApprovalFault`."""
+
+    MISSING = "missing"
+    FORGED = "forged"
+    VOIDED = "voided"
+    OTHER_SAGA = "other_saga"
+    OTHER_VERSION = "other_version"
+    DESTINATION = "destination"
+    OTHER_RUN = "other_run"
+    USED = "used"
+    EXPIRED = "expired"
+
+
+class ApprovalFault(NamedTuple):
+    problem: ApprovalProblem
+    text: str
+
+
+def problem(
+    approval: ApprovalView | None, want: ApprovalRequest, *, key: bytes, now: datetime
+) -> ApprovalFault | None:
+    """Why `approval` does not authorize `want` (kind and words), or None when it does."""
     if approval is None:
-        return "no approval for this version"
+        return ApprovalFault(ApprovalProblem.MISSING, "no approval for this version")
     b = approval.binding
     if not hmac.compare_digest(mint(b, key), approval.token):
-        return "approval token does not verify"
+        return ApprovalFault(ApprovalProblem.FORGED, "approval token does not verify")
     if approval.voided:
-        return "approval was voided by a later edit or rejection"
+        return ApprovalFault(ApprovalProblem.VOIDED, "approval was voided by a later edit or rejection")
     if b.saga_id != want.saga_id:
-        return "approval belongs to another saga"
+        return ApprovalFault(ApprovalProblem.OTHER_SAGA, "approval belongs to another saga")
     if b.version_digest != want.version_digest:
-        return "approval is for another version"
+        return ApprovalFault(ApprovalProblem.OTHER_VERSION, "approval is for another version")
     if want.destination not in b.destinations:
-        return f"approval does not cover destination {want.destination}"
+        return ApprovalFault(
+            ApprovalProblem.DESTINATION, f"approval does not cover destination {want.destination}"
+        )
     if b.session != want.session:
-        return "approval belongs to another run of this saga"
+        return ApprovalFault(ApprovalProblem.OTHER_RUN, "approval belongs to another run of this saga")
     if approval.consumed_by is not None and approval.consumed_by != want.execution:
-        return "approval was already used by another execution"
+        return ApprovalFault(ApprovalProblem.USED, "approval was already used by another execution")
     if approval.consumed_by is None and b.expires_at <= now:
-        return "approval expired"
+        return ApprovalFault(ApprovalProblem.EXPIRED, "approval expired")
     return None
 
 
-__all__ = ["ApprovalBinding", "ApprovalRequest", "ApprovalView", "mint", "refusal", "session_for"]
+def refusal(approval: ApprovalView | None, want: ApprovalRequest, *, key: bytes, now: datetime) -> str | None:
+    """Why `approval` does not authorize `want`, in words, or None when it does."""
+    fault = problem(approval, want, key=key, now=now)
+    return fault.text if fault else None
+
+
+__all__ = [
+    "ApprovalBinding",
+    "ApprovalFault",
+    "ApprovalProblem",
+    "problem",
+    "ApprovalRequest",
+    "ApprovalView",
+    "mint",
+    "refusal",
+    "session_for",
+]

@@ -11,9 +11,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from orchestrator.harness.approvals import ApprovalRequest, ApprovalView, refusal
+from orchestrator.harness.approvals import ApprovalProblem, ApprovalRequest, ApprovalView, problem
 from orchestrator.harness.capabilities import Capabilities
-from orchestrator.harness.spec import Risk
+from orchestrator.harness.spec import Refusal, Risk
 
 
 class Action(BaseModel):
@@ -30,6 +30,7 @@ class Reject(BaseModel):
     model_config = ConfigDict(frozen=True)
     kind: Literal["reject"] = "reject"
     reason: str
+    refusal: Refusal = Refusal.POLICY
 
 
 class AwaitApproval(BaseModel):
@@ -38,6 +39,8 @@ class AwaitApproval(BaseModel):
     action: Action
     reason: str
     request: ApprovalRequest | None = None
+    # APPROVAL_MISSING: none yet; APPROVAL_STALE: one exists, for another version.
+    refusal: Refusal = Refusal.APPROVAL_MISSING
 
 
 class Executable(BaseModel):
@@ -74,12 +77,14 @@ def decide(state: PolicyState, action: Action, *, key: bytes) -> Reject | AwaitA
     want = state.approval_request
     if want is None:
         return Reject(reason=f"high-risk tool {action.tool} has no approval binding")
-    why = refusal(state.approval, want, key=key, now=state.now)
-    if why is None and state.approval is not None:
+    fault = problem(state.approval, want, key=key, now=state.now)
+    if fault is None and state.approval is not None:
         return Executable(action=action, approval_id=state.approval.approval_id)
-    if state.approval is None or why == "approval is for another version":
-        return AwaitApproval(action=action, reason=why or "approval required", request=want)
-    return Reject(reason=why or "approval refused")
+    if fault is None or fault.problem is ApprovalProblem.MISSING:
+        return AwaitApproval(action=action, reason=fault.text if fault else "approval required", request=want)
+    if fault.problem is ApprovalProblem.OTHER_VERSION:
+        return AwaitApproval(action=action, reason=fault.text, request=want, refusal=Refusal.APPROVAL_STALE)
+    return Reject(reason=fault.text, refusal=Refusal.APPROVAL_STALE)
 
 
 __all__ = ["Action", "AwaitApproval", "Decision", "Executable", "PolicyState", "Reject", "decide"]

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
 from orchestrator.harness.approvals import ApprovalView
+from orchestrator.harness.budget import Charge
 from orchestrator.harness.checkpoints import AgentState
 from orchestrator.harness.provenance import DataEnvelope
-from orchestrator.harness.spec import ToolCall, ToolResult
-
-if TYPE_CHECKING:
-    from orchestrator.harness.engine import Caller
+from orchestrator.harness.spec import ToolCall
 
 
 class LedgerView(BaseModel):
@@ -47,6 +45,9 @@ class AuthorizationReads(NamedTuple):
     ledger: LedgerView | None
     saga_session: str | None
     approval: ApprovalView | None
+    # With `hold=True`: the open transaction the reads began (an opaque handle), for the
+    # intent or the refusal to commit in; None when the store has none.
+    tx: Any = None
 
 
 NO_READS = AuthorizationReads(None, None, None)
@@ -62,11 +63,20 @@ class HarnessStore(Protocol):
     def ledger_get(self, key: str) -> LedgerView | None: ...
 
     def authorization_reads(
-        self, key: str | None, saga_id: str | None, version_digest: str | None
+        self, key: str | None, saga_id: str | None, version_digest: str | None, *, hold: bool = False
     ) -> AuthorizationReads:
         """`ledger_get(key)`, `saga_session(saga_id)` and `find_approval(saga_id,
         version_digest)` in one read (one session on SQL); a None argument skips
-        its read(s) and leaves that field None."""
+        its read(s) and leaves that field None.
+
+        `hold=True` keeps the reads' transaction open on a pinned connection
+        (`AuthorizationReads.tx`): pass it as `tx` to the write that follows
+        (`begin_effect`, `record_event`), which commits it, and to `finish_effect`,
+        which runs on the same connection; `release(tx)` ends it."""
+        ...
+
+    def release(self, tx: Any) -> None:
+        """Roll back what `tx` left open and give its connection back (None: nothing to do)."""
         ...
 
     def record_event(
@@ -81,8 +91,11 @@ class HarnessStore(Protocol):
         times: EventTimes | None = None,
         parent_event_id: str | None = None,
         hook: Callable[[Any], None] | None = None,
+        charge: Charge | None = None,
+        tx: Any = None,
     ) -> str:
-        """Append one event (and run `hook` in the same transaction)."""
+        """Append one event (and run `hook` in the same transaction); with `charge`, charge
+        the saga's budget in it too, raising `BudgetExhausted` (nothing written) when spent."""
         ...
 
     def begin_effect(
@@ -96,6 +109,8 @@ class HarnessStore(Protocol):
         times: EventTimes,
         claim_seconds: float = 30.0,
         guard: Callable[[Any], None] | None = None,
+        charge: Charge | None = None,
+        tx: Any = None,
     ) -> str:
         """Commit approval consumption, checkpoint, ledger `pending` (claimed for
         `claim_seconds`) and the intent event.
@@ -103,8 +118,12 @@ class HarnessStore(Protocol):
         `guard` runs first inside that transaction (after the saga is locked);
         whatever it raises rolls the transaction back and propagates.
 
-        Raises `ApprovalRefused` if the approval can no longer be consumed and
-        `IdempotencyConflict` if another caller holds the key in flight.
+        `charge` is added to the saga's budget in the same transaction.
+
+        Raises `ApprovalRefused` if the approval can no longer be consumed,
+        `KeyInFlight` if another caller holds the key in flight, another
+        `IdempotencyConflict` if the key is settled or used with other arguments,
+        and `BudgetExhausted` if the charge would overspend the saga's budget.
         """
         ...
 
@@ -116,6 +135,7 @@ class HarnessStore(Protocol):
         result: dict[str, Any] | None,
         event: dict[str, Any],
         hook: Callable[[Any], None] | None = None,
+        tx: Any = None,
     ) -> str:
         """Commit the ledger outcome, the result event and the tool's own record together."""
         ...
@@ -154,13 +174,6 @@ class Planner(Protocol):
     def propose(self, transcript: Sequence[DataEnvelope]) -> ToolCall | None: ...
 
 
-class ToolPath(Protocol):
-    """The one way to run a tool: through every check of the harness. Entry points and
-    handlers get this, never the registry or an executor."""
-
-    def call(self, proposal: ToolCall, caller: Caller) -> ToolResult: ...
-
-
 __all__ = [
     "NO_READS",
     "AuthorizationReads",
@@ -168,5 +181,4 @@ __all__ = [
     "HarnessStore",
     "LedgerView",
     "Planner",
-    "ToolPath",
 ]

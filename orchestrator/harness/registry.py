@@ -24,6 +24,18 @@ class Registry:
         self._specs[spec.name] = spec
         return spec
 
+    def check_compensations(self) -> None:
+        """Every compensation a high-risk tool names is a registered write tool (the harness asks)."""
+        for spec in self._specs.values():
+            undo = spec.compensation
+            if not isinstance(undo, str):
+                continue
+            target = self._specs.get(undo)
+            if target is None or target.risk in (Risk.READ_ONLY, Risk.DENY):
+                raise RegistryError(
+                    f"tool {spec.name!r} names compensation {undo!r}, which is no registered write tool"
+                )
+
     def get(self, name: str) -> ToolSpec | None:
         return self._specs.get(name)
 

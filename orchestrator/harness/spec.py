@@ -6,7 +6,9 @@ class carries a contract that `registry.register` checks:
 
 * ``reversible_write`` declares how its business key is derived;
 * ``high_risk`` declares its key, its status probe (or `NO_PROBE`: a timeout
-  then means `uncertain`) and its compensation (or `IRREVERSIBLE`);
+  then means `uncertain`) and its compensation: the name of the registered
+  write tool that undoes it, called through the harness like any tool (or
+  `IRREVERSIBLE`); the harness refuses to start when that tool is missing;
 * ``deny`` stays registered and is always refused.
 
 No I/O here.
@@ -36,6 +38,25 @@ class ToolStatus(StrEnum):
     APPROVAL_REQUIRED = "approval_required"
     ERROR = "error"
     UNCERTAIN = "uncertain"
+
+
+class Refusal(StrEnum):
+    """Why a call was refused (or told to wait): the typed half of `ToolResult.reason`.
+
+    Callers branch on this, never on the reason's text.
+    """
+
+    SCHEMA = "schema"  # unknown tool, unparseable or invalid arguments
+    PERMISSION = "permission"  # the person's role lacks the tool
+    POLICY = "policy"  # denied tool, missing capability, no approval binding
+    CONFLICT = "conflict"  # the business key was used with other arguments
+    APPROVAL_MISSING = "approval_missing"  # no approval for this version yet
+    APPROVAL_STALE = "approval_stale"  # the approval is for another version, expired, used or voided
+    APPROVER_LAPSED = "approver_lapsed"  # the approver is no longer an active reviewer
+    IN_FLIGHT = "in_flight"  # another call holds the key right now
+    BOUND = "bound"  # a pre-execute check refused (digest, allowed roots, saga state)
+    BUDGET_EXHAUSTED = "budget_exhausted"  # the saga's durable tool-call budget is spent
+    EXECUTOR = "executor"  # the executor itself refused (nothing happened)
 
 
 class _Declared:
@@ -76,7 +97,8 @@ class ToolContext:
 Executor = Callable[[ToolContext, Any], Any]
 KeyFn = Callable[[Any], str]
 Probe = Callable[[ToolContext, str], ProbeAnswer]
-Compensation = Callable[[ToolContext, str, dict[str, Any]], None]
+# The registered tool that undoes a high-risk one (its name), or IRREVERSIBLE.
+Compensation = str
 # (saga_id, version_digest, destination) an approval must cover, from the arguments.
 ApprovalScope = Callable[[Any], tuple[str, str, str]]
 # Runs inside the transaction that records the result (the "ack" commit).
@@ -97,7 +119,7 @@ class ToolSpec:
     output_model: type[BaseModel] | None = None
     key: KeyFn | None = None
     status_probe: Probe | _Declared | None = None
-    compensation: Compensation | _Declared | None = None
+    compensation: Compensation | _Declared | None = None  # a tool name: no executor here
     capability: str = ""
     approval_scope: ApprovalScope | None = None
     recorder: Recorder | None = None
@@ -116,6 +138,33 @@ class ToolSpec:
         return self.output_model.model_json_schema() if self.output_model else None
 
 
+@dataclass(frozen=True)
+class ToolInfo:
+    """A tool as listings show it (MCP `tools/list`, a planner's menu): no executor, no probe."""
+
+    name: str
+    description: str
+    risk: Risk
+    needed_capability: str
+    input_schema: dict[str, Any]
+    output_model: type[BaseModel] | None = None
+    annotations: dict[str, Any] = field(default_factory=dict)
+    compensation: str | None = None  # the tool that undoes this one, when there is one
+
+    @classmethod
+    def of(cls, spec: ToolSpec) -> ToolInfo:
+        return cls(
+            name=spec.name,
+            description=spec.description,
+            risk=spec.risk,
+            needed_capability=spec.needed_capability,
+            input_schema=spec.input_schema(),
+            output_model=spec.output_model,
+            annotations=dict(spec.annotations),
+            compensation=spec.compensation if isinstance(spec.compensation, str) else None,
+        )
+
+
 class ToolCall(BaseModel):
     """A planner's proposal: raw, unvalidated arguments."""
 
@@ -124,20 +173,6 @@ class ToolCall(BaseModel):
     tool: str
     arguments: str | dict[str, Any] = Field(description="JSON text or an already-decoded object")
     call_id: str
-
-
-class Refusal(StrEnum):
-    """Why a call was refused or held, as a value callers branch on (never the reason text)."""
-
-    SCHEMA = "schema"
-    PERMISSION = "permission"
-    POLICY = "policy"
-    APPROVAL_MISSING = "approval_missing"
-    APPROVAL_STALE = "approval_stale"
-    APPROVER_LAPSED = "approver_lapsed"
-    IN_FLIGHT = "in_flight"
-    BOUND = "bound"
-    BUDGET_EXHAUSTED = "budget_exhausted"
 
 
 class ToolResult(BaseModel):
@@ -152,7 +187,9 @@ class ToolResult(BaseModel):
     idempotency_key: str | None = None
     event_id: str | None = None
     call_id: str | None = None
+    # Set on every refused, waiting or in-flight answer; None when the call ran.
     refusal: Refusal | None = None
+    # An in-flight answer: seconds after which asking again may find the key free.
     retry_after: float | None = None
 
     @property
@@ -162,7 +199,6 @@ class ToolResult(BaseModel):
 
 __all__ = [
     "IRREVERSIBLE",
-    "Refusal",
     "ApprovalScope",
     "Recorder",
     "NO_PROBE",
@@ -172,9 +208,11 @@ __all__ = [
     "KeyFn",
     "Probe",
     "ProbeAnswer",
+    "Refusal",
     "Risk",
     "ToolCall",
     "ToolContext",
+    "ToolInfo",
     "ToolResult",
     "ToolSpec",
     "ToolStatus",

@@ -17,12 +17,20 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from orchestrator.core.errors import ApprovalRefused, ApproverLapsed, IdempotencyConflict, NotFound
+from orchestrator.core.errors import (
+    ApprovalRefused,
+    ApproverLapsed,
+    IdempotencyConflict,
+    KeyInFlight,
+    NotFound,
+)
 from orchestrator.harness.approvals import ApprovalBinding, ApprovalView
+from orchestrator.harness.budget import Charge
 from orchestrator.harness.checkpoints import GENESIS, AgentState, chain_hash
 from orchestrator.harness.ledger_status import RESTARTABLE, LedgerStatus
 from orchestrator.harness.ports import NO_READS, AuthorizationReads, EventTimes, LedgerView
-from orchestrator.store.db import UnitOfWork, unit_of_work
+from orchestrator.store.budget import charge as charge_budget
+from orchestrator.store.db import WRITE_OPTION, UnitOfWork, unit_of_work
 from orchestrator.store.events import add_event, hold_chain, insert_event
 from orchestrator.store.people import approver_lapse
 from orchestrator.store.tables import (
@@ -89,18 +97,24 @@ class SqlHarnessStore:
             return _ledger_get(s, key)
 
     def authorization_reads(
-        self, key: str | None, saga_id: str | None, version_digest: str | None
+        self, key: str | None, saga_id: str | None, version_digest: str | None, *, hold: bool = False
     ) -> AuthorizationReads:
         if not key and saga_id is None:
             return NO_READS
+        if hold:
+            # The reads open the call's first transaction; the intent (or the refusal) commits it.
+            tx = CallTx(self.engine)
+            try:
+                return _reads(tx.unit().session, key, saga_id, version_digest)._replace(tx=tx)
+            except BaseException:
+                tx.release()
+                raise
         with Session(self.engine) as s:
-            return AuthorizationReads(
-                ledger=_ledger_get(s, key) if key else None,
-                saga_session=_saga_session(s, saga_id) if saga_id is not None else None,
-                approval=_find_approval(s, saga_id, version_digest)
-                if saga_id is not None and version_digest is not None
-                else None,
-            )
+            return _reads(s, key, saga_id, version_digest)
+
+    def release(self, tx: Any) -> None:
+        if isinstance(tx, CallTx):
+            tx.release()
 
     def record_event(
         self,
@@ -114,8 +128,12 @@ class SqlHarnessStore:
         times: EventTimes | None = None,
         parent_event_id: str | None = None,
         hook: Callable[[Any], None] | None = None,
+        charge: Charge | None = None,
+        tx: Any = None,
     ) -> str:
-        with unit_of_work(self.engine) as uow:
+        with _unit(self.engine, tx) as uow:
+            if charge is not None:
+                charge_budget(uow.session, charge)
             row = add_event(
                 uow.session,
                 saga_id=saga_id,
@@ -142,17 +160,21 @@ class SqlHarnessStore:
         times: EventTimes,
         claim_seconds: float = 30.0,
         guard: Callable[[Any], None] | None = None,
+        charge: Charge | None = None,
+        tx: Any = None,
     ) -> str:
         now = utcnow()
         key = state.idempotency_key
         try:
-            with unit_of_work(self.engine) as uow:
+            with _unit(self.engine, tx) as uow:
                 s = uow.session
                 if saga_id is not None:
                     # Serialize effects of one saga: the checkpoint chain never forks.
                     s.get(SagaRow, saga_id, with_for_update=True)
                 if guard is not None:
                     guard(uow)
+                if charge is not None:
+                    charge_budget(s, charge)
                 if approval_id is not None:
                     _consume(s, approval_id, execution or "", now)
                     _approver_still_reviewer(s, approval_id)
@@ -197,8 +219,9 @@ class SqlHarnessStore:
         result: dict[str, Any] | None,
         event: dict[str, Any],
         hook: Callable[[Any], None] | None = None,
+        tx: Any = None,
     ) -> str:
-        with unit_of_work(self.engine) as uow:
+        with _unit(self.engine, tx) as uow:
             s = uow.session
             if event.get("saga_id") is not None:
                 hold_chain(s, event["saga_id"])  # the saga before the ledger row, as begin_effect locks them
@@ -270,6 +293,72 @@ class SqlHarnessStore:
             return
         with unit_of_work(self.engine) as uow:
             yield uow
+
+
+class CallTx:
+    """One pooled connection for one call: the authorization reads and the intent
+    commit as its first transaction, the result as its second (invariant 4 holds:
+    the first commits before the executor runs)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.conn = engine.execution_options(**{WRITE_OPTION: True}).connect()
+        self._open: UnitOfWork | None = None
+
+    def unit(self) -> UnitOfWork:
+        """The open transaction, or a new one on the same connection."""
+        if self._open is None:
+            uow = UnitOfWork(self.engine)
+            uow.session.close()
+            uow.session = Session(bind=self.conn, expire_on_commit=False)
+            self._open = uow
+        return self._open
+
+    def commit(self) -> None:
+        uow, self._open = self._open, None
+        if uow is not None:
+            uow.session.commit()
+            uow.session.close()
+            uow.run_after_commit()
+
+    def rollback(self) -> None:
+        uow, self._open = self._open, None
+        if uow is not None:
+            uow.session.rollback()
+            uow.session.close()
+
+    def release(self) -> None:
+        """Roll back whatever was left open (a refusal that wrote nothing) and return the connection."""
+        self.rollback()
+        self.conn.close()
+
+
+@contextmanager
+def _unit(engine: Engine, tx: Any) -> Iterator[UnitOfWork]:
+    """The call's transaction on its pinned connection when given, else a unit of work of its own."""
+    if not isinstance(tx, CallTx):
+        with unit_of_work(engine) as uow:
+            yield uow
+        return
+    uow = tx.unit()
+    try:
+        yield uow
+    except BaseException:
+        tx.rollback()
+        raise
+    tx.commit()
+
+
+def _reads(
+    s: Session, key: str | None, saga_id: str | None, version_digest: str | None
+) -> AuthorizationReads:
+    return AuthorizationReads(
+        ledger=_ledger_get(s, key) if key else None,
+        saga_session=_saga_session(s, saga_id) if saga_id is not None else None,
+        approval=_find_approval(s, saga_id, version_digest)
+        if saga_id is not None and version_digest is not None
+        else None,
+    )
 
 
 def _saga_session(s: Session, saga_id: str) -> str | None:
@@ -359,7 +448,7 @@ def _ledger_pending(
         and row.claimed_until is not None
         and _aware(row.claimed_until) > now
     ):
-        raise IdempotencyConflict(f"key {key} is in flight", key=key, in_flight=True)
+        raise KeyInFlight(f"key {key} is in flight", key=key)
     if row.status not in RESTARTABLE:
         raise IdempotencyConflict(f"key {key} is {row.status}", key=key)
     row.status = LedgerStatus.PENDING

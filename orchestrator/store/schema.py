@@ -26,6 +26,7 @@ from sqlalchemy import MetaData, inspect
 from sqlalchemy.engine import Connection
 from sqlmodel import SQLModel
 
+import orchestrator.store.budget  # noqa: F401  (saga_budgets)
 import orchestrator.store.ops_tables  # noqa: F401  (registers the tables)
 import orchestrator.store.outbox_tables  # noqa: F401  (registers the outbox and inbox tables)
 import orchestrator.store.people_tables  # noqa: F401  (users, api_tokens, web_sessions)

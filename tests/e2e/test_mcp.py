@@ -38,9 +38,9 @@ from orchestrator.app import App
 from orchestrator.bootstrap import build_app
 from orchestrator.core.config import Settings
 from orchestrator.entrypoints.mcp_server import DEFAULT_CAPABILITIES, Identity, build_server, caller_for
-from orchestrator.harness.engine import Caller
 from orchestrator.harness.spec import Risk, ToolCall, ToolContext, ToolResult, ToolSpec
 from orchestrator.store.db import dispose_all
+from orchestrator.toolpath.engine import Caller
 
 pytestmark = pytest.mark.e2e
 
@@ -236,7 +236,7 @@ def test_every_call_takes_the_harness_path(world: World, monkeypatch: pytest.Mon
         return one_path(proposal, caller)
 
     monkeypatch.setattr(app.harness, "call", spy)
-    server = build_server(app, lambda _ctx: Identity("prober", frozenset({"probe.write"})))
+    server = build_server(app.harness, lambda _ctx: Identity("prober", frozenset({"probe.write"})))
 
     async def scenario() -> list[str]:
         async with Client(server, mode="legacy") as client:

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from celery.exceptions import DuplicateTaskNameWarning
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from evaluation import fault_scenarios as fs
 from evaluation.faults import Rig
@@ -195,7 +195,9 @@ def test_apply_then_timeout_is_effect_unknown_until_reconcile_confirms_without_a
                 select(LedgerRow).where(LedgerRow.saga_id == saga.id, LedgerRow.tool == "publish")
             ).one()
             assert ledger.status == "done" and ledger.result and ledger.result["reconciled_by"] == "editor"
-            events = s.exec(select(EventRow).where(EventRow.saga_id == saga.id)).all()
+            events = s.exec(
+                select(EventRow).where(EventRow.saga_id == saga.id).order_by(col(EventRow.seq))
+            ).all()
             reconciled = [e for e in events if e.kind == "reconcile"]
             assert [(e.actor, e.status) for e in reconciled] == [("editor", "confirmed")]
             states = [e.status for e in events if e.kind == "transition"]

@@ -29,11 +29,11 @@ from orchestrator.bootstrap import build_app, denied_specs
 from orchestrator.core.config import Settings
 from orchestrator.core.errors import InvalidInput
 from orchestrator.harness.capabilities import ROLE_CAPABILITIES
-from orchestrator.harness.engine import Caller, Harness
-from orchestrator.harness.loop import LoopLimits, run_loop
 from orchestrator.harness.provenance import wrap
 from orchestrator.harness.registry import Registry
 from orchestrator.harness.spec import ToolContext, ToolSpec, ToolStatus
+from orchestrator.toolpath.engine import Caller, Harness
+from orchestrator.toolpath.loop import LoopLimits, run_loop
 from roles import llm_planner
 from roles.llm_client import ModelReply, ModelToolCall, ModelUnavailable, OpenAIChat
 from roles.llm_planner import ModelPlanner, planner_for, tools_for

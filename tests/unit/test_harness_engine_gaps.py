@@ -7,9 +7,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from evaluation.memory_store import MemoryHarnessStore
-from orchestrator.harness.engine import Caller, Harness
 from orchestrator.harness.registry import Registry
 from orchestrator.harness.spec import Risk, ToolCall, ToolContext, ToolSpec, ToolStatus
+from orchestrator.toolpath.engine import Caller, Harness
 
 
 class NoteArgs(BaseModel):

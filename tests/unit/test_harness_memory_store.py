@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from evaluation.memory_store import MemoryHarnessStore, MemoryTx
-from orchestrator.core.errors import ApprovalRefused, IdempotencyConflict
+from orchestrator.core.errors import ApprovalRefused, IdempotencyConflict, KeyInFlight
 from orchestrator.harness.approvals import ApprovalBinding, session_for
 from orchestrator.harness.checkpoints import AgentState, verify_chain
 from orchestrator.harness.ports import EventTimes, HarnessStore
@@ -141,7 +141,7 @@ def test_a_live_claim_on_a_pending_key_is_refused_as_in_flight() -> None:
     _begin(store, _state(), claim_seconds=60)
     with pytest.raises(IdempotencyConflict, match="in flight") as info:
         _begin(store, _state(step=2))
-    assert getattr(info.value, "in_flight", False) is True
+    assert isinstance(info.value, KeyInFlight)
     row = store.ledger_get("k1")
     assert row is not None and row.attempts == 1 and row.claimed_until is not None
 

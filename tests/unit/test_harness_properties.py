@@ -25,8 +25,8 @@ from evaluation.faults import ALL_CAPS, DEST, OTHER_DEST, SIGNING_KEY, Bench, Sc
 from evaluation.memory_store import MemoryHarnessStore
 from orchestrator.harness.approvals import ApprovalRequest, refusal
 from orchestrator.harness.digests import args_digest
-from orchestrator.harness.loop import LoopLimits, run_loop
 from orchestrator.harness.spec import ToolCall
+from orchestrator.toolpath.loop import LoopLimits, run_loop
 
 TOOLS = ["fetch", "note.write", "publish", "shell.run", "approval.grant", "no.such.tool"]
 SHAPES = ["valid", "invalid", "other-digest", "other-destination", "text"]

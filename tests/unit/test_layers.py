@@ -22,12 +22,21 @@ COMPOSITION = (
     "orchestrator.celery_app",
     "orchestrator.entrypoints",
 )
-BELOW_ENTRY_POINTS = ("sagas", "roles", "outbox", "telemetry", "orchestrator.harness", "orchestrator.core")
+BELOW_ENTRY_POINTS = (
+    "sagas",
+    "roles",
+    "outbox",
+    "telemetry",
+    "orchestrator.harness",
+    "orchestrator.toolpath",
+    "orchestrator.core",
+)
 # docs/architecture.md, bottom to top: a package may import only packages listed before it.
 LAYERS = (
     "orchestrator.core",
     "telemetry",
     "orchestrator.harness",
+    "orchestrator.toolpath",
     "orchestrator.store",
     "orchestrator.store.migrations",
     "orchestrator.store.migrations.versions",

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from orchestrator.harness.engine import Caller, Harness, sleep_backoff
 from orchestrator.harness.ports import Planner
 from orchestrator.harness.provenance import DataEnvelope, wrap
-from orchestrator.harness.spec import ToolResult, ToolStatus
+from orchestrator.harness.spec import Refusal, ToolResult, ToolStatus
+from orchestrator.toolpath.engine import Caller, Harness, Usage, sleep_backoff
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,8 @@ class LoopOutcome:
     results: list[ToolResult] = field(default_factory=list)
     steps: int = 0
     budget_left: int = 0
+    # Stopped because the saga's durable budget is spent (`Refusal.BUDGET_EXHAUSTED`).
+    exhausted: bool = False
 
     @property
     def finished(self) -> bool:
@@ -58,6 +60,7 @@ def run_loop(
     outcome = LoopOutcome(stop_reason="", budget_left=limits.budget)
     started = clock()
     errors = rejections = 0
+    tokens_before = _tokens(planner).get("model_tokens", 0)
     while True:
         reason = _limit_hit(outcome, limits, clock() - started)
         if reason:
@@ -68,8 +71,15 @@ def run_loop(
             break
         outcome.steps += 1
         outcome.budget_left -= 1
-        result = harness.call(proposal, caller)
+        spent, tokens = _tokens(planner).get("model_tokens", 0), tokens_before
+        tokens_before = spent
+        result = harness.call(proposal, replace(caller, usage=Usage(tokens=max(0, spent - tokens))))
         outcome.results.append(result)
+        if result.refusal is Refusal.BUDGET_EXHAUSTED:
+            # The saga's durable budget is spent: nothing more is called in this saga.
+            outcome.exhausted = True
+            reason = result.reason or "budget exhausted"
+            break
         transcript.append(
             wrap(result.tool, proposal.call_id, result.status.value, result.output, result.reason)
         )

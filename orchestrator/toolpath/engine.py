@@ -1,0 +1,81 @@
+"""The engine: the one path every tool call takes.
+
+``proposal → bounded parse → validate → policy/approval → pre-execute
+checkpoint → execute → record → next state``, built by `wrappers.build_path`
+as ``Validate → Authorize → Ledger → Trace → Executor``. Entry points (Celery
+tasks, the MCP server, the saga runner) are handed a `Harness` (a
+`ToolPath`), never a bare executor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext
+from datetime import UTC, datetime
+
+from orchestrator.harness.parse import DEFAULT_LIMITS, ParseLimits
+from orchestrator.harness.ports import EventTimes, HarnessStore
+from orchestrator.harness.principals import acting
+from orchestrator.harness.registry import Registry
+from orchestrator.harness.spec import ToolCall, ToolInfo, ToolResult
+from orchestrator.toolpath import Caller, Executor, Phases, Usage, build_path
+from telemetry import names, spans
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class Harness:
+    """Validates, authorizes, checkpoints, executes and records tool calls (a `ToolPath`)."""
+
+    def __init__(
+        self,
+        registry: Registry,
+        store: HarnessStore,
+        *,
+        signing_key: bytes,
+        limits: ParseLimits = DEFAULT_LIMITS,
+        clock: Callable[[], datetime] = _now,
+        claim_seconds: float = 30.0,
+        saga_budget: int = 0,
+        executor: Executor | None = None,
+    ) -> None:
+        registry.check_compensations()  # a compensation is a tool of this path, or none
+        self.registry = registry
+        self.store = store
+        self._clock = clock
+        self._path = build_path(
+            registry,
+            store,
+            signing_key=signing_key,
+            limits=limits,
+            clock=clock,
+            claim_seconds=claim_seconds,
+            saga_budget=saga_budget,
+            executor=executor,
+        )
+        self._tools = tuple(ToolInfo.of(spec) for spec in registry)
+
+    @property
+    def tools(self) -> Sequence[ToolInfo]:
+        """What may be listed: descriptions only, no executor."""
+        return self._tools
+
+    def call(self, proposal: ToolCall, caller: Caller) -> ToolResult:
+        attrs = {names.ATTR_TOOL: proposal.tool, **caller.span_attributes}
+        if caller.saga_id:
+            attrs[names.ATTR_SAGA_ID] = caller.saga_id
+        # A person's call stamps its events with them; an agent's call keeps the person
+        # whose command it serves (a cancel's compensations), or none (a worker's message).
+        person = acting(caller.principal) if caller.principal is not None else nullcontext()
+        with person, spans.action_span(proposal.tool, attrs), Phases(attrs) as phases:
+            return self._path(proposal, caller, EventTimes(proposed_at=self._clock()), phases)
+
+
+def sleep_backoff(attempt: int, base: float = 0.1, cap: float = 5.0) -> float:
+    """Exponential backoff for definite errors: base·2^(attempt-1), capped."""
+    return float(min(cap, base * (2 ** max(0, attempt - 1))))
+
+
+__all__ = ["Caller", "Harness", "Usage", "sleep_backoff"]
