@@ -27,7 +27,8 @@ than `PRESSROOM_DESTINATION_TIMEOUT` + 5), the re-run's `draft.write` is
 finishes without a draft, and the saga fails "writing stopped: no draft".
 
 It prints the saga's state and reason, and exits 1 when the saga failed (the
-bug), 0 when the re-run went on.
+bug), 0 when the re-run went on. Both findings are fixed; the reproductions
+stay as tests (`tests/integration/test_role_crash.py`).
 """
 
 from __future__ import annotations

@@ -94,6 +94,10 @@ class Ledger:
             return self.answers.finish(c, ToolStatus.OK, answer.receipt, None, LedgerStatus.DONE)
         if answer.kind == "absent":
             return None
+        if c.spec.risk is Risk.REVERSIBLE_WRITE:
+            # Idempotent by its contract: running it again under the same key is the same effect
+            # once, so a crash leftover is run again rather than left for a person.
+            return None
         reason = f"intent found with no result; {answer.detail}"
         return self.answers.finish(c, ToolStatus.UNCERTAIN, None, reason, LedgerStatus.UNCERTAIN)
 

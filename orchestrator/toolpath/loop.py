@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from orchestrator.core.errors import RetryLater
 from orchestrator.harness.ports import Planner
 from orchestrator.harness.provenance import DataEnvelope, wrap
 from orchestrator.harness.spec import Refusal, ToolResult, ToolStatus
@@ -80,6 +81,10 @@ def run_loop(
             outcome.exhausted = True
             reason = result.reason or "budget exhausted"
             break
+        if result.refusal is Refusal.IN_FLIGHT:
+            # An earlier run of this turn (a worker that died) still holds the key's claim:
+            # neither a failure nor a result yet. The work is deferred to its lease.
+            raise RetryLater(f"{result.tool}: {result.reason}", saga_id=caller.saga_id)
         transcript.append(
             wrap(result.tool, proposal.call_id, result.status.value, result.output, result.reason)
         )
