@@ -65,10 +65,13 @@ NOTICES = {
     "rejected": "Rejected: the writer is preparing a new version with your reason.",
     "edited": "Saved as a new version; the automated review runs again before it can be approved.",
     "cancelled": "Cancelled: nothing more is published, and what was published is compensated.",
+    "cancel-requested": "Cancel requested: the saga stops before its next step, then undoes what it published.",
+    "retried": "Retried: the saga runs again from its last good point, with the same keys.",
+    "forked": "Forked: this new saga holds the chosen version's bytes and waits for a reviewer.",
 }
 
 # The fields a refused form is shown again with (never the token).
-_ECHOED_FIELDS = ("name", "expires_in", "reason", "markdown")
+_ECHOED_FIELDS = ("name", "expires_in", "reason", "markdown", "fork_version")
 
 SagaData = tuple[dict[str, Any], dict[str, Any] | None, dict[str, Any] | None]
 
@@ -127,6 +130,8 @@ class WebPages:
             Route("/sagas/{saga_id}/reject", self.reject, methods=["POST"]),
             Route("/sagas/{saga_id}/edit", self.edit, methods=["POST"]),
             Route("/sagas/{saga_id}/cancel", self.cancel, methods=["POST"]),
+            Route("/sagas/{saga_id}/retry", self.retry, methods=["POST"]),
+            Route("/sagas/{saga_id}/fork", self.fork, methods=["POST"]),
             Route("/sign-in", self.sign_in_page, methods=["GET"]),
             Route("/sign-in", self.sign_in, methods=["POST"]),
             Route("/sign-out", self.sign_out, methods=["POST"]),
@@ -262,7 +267,39 @@ class WebPages:
             raise
         except PressroomError as exc:
             return await self._refused(visitor, saga_id, exc, form)
-        return RedirectResponse(pages.saga_href(out["saga_id"]) + "?done=cancelled", status_code=303)
+        done = "cancel-requested" if out.get("cancel") == "requested" else "cancelled"
+        return RedirectResponse(pages.saga_href(out["saga_id"]) + f"?done={done}", status_code=303)
+
+    async def retry(self, request: Request) -> Response:
+        saga_id = request.path_params["saga_id"]
+        visitor = await self._visitor(request)
+        form = await self._form(request, visitor)
+        try:
+            actor = _actor(visitor, form)
+            out = await run_in_threadpool(lambda: services.retry(self.app, saga_id, actor=actor))
+        except (NotFound, NotAuthenticated):
+            raise
+        except PressroomError as exc:
+            return await self._refused(visitor, saga_id, exc, form)
+        return RedirectResponse(pages.saga_href(out["saga_id"]) + "?done=retried", status_code=303)
+
+    async def fork(self, request: Request) -> Response:
+        saga_id = request.path_params["saga_id"]
+        visitor = await self._visitor(request)
+        form = await self._form(request, visitor)
+        try:
+            actor = _actor(visitor, form)
+            version = form.get("fork_version", "").strip()
+            if not version.isdigit():
+                raise InvalidInput("the version to fork is a number")
+            out = await run_in_threadpool(
+                lambda: services.fork(self.app, saga_id, version=int(version), actor=actor)
+            )
+        except (NotFound, NotAuthenticated):
+            raise
+        except PressroomError as exc:
+            return await self._refused(visitor, saga_id, exc, form)
+        return RedirectResponse(pages.saga_href(out["saga_id"]) + "?done=forked", status_code=303)
 
     async def _refused(
         self, visitor: Visitor, saga_id: str, error: PressroomError, form: dict[str, str]

@@ -320,3 +320,31 @@ def test_cancel_and_reconcile_follow_the_contract(env: Env) -> None:
     assert again.status_code == 409
     page = env.client.get(f"/sagas/{saga_id}")
     assert 'name="version"' not in page.text  # no approve form on a cancelled saga
+
+
+def test_an_operator_forks_and_retries_from_the_page(env: Env) -> None:
+    saga_id = env.submit()["saga_id"]
+    page = env.client.get(f"/sagas/{saga_id}")
+    assert f'action="/sagas/{saga_id}/fork"' in page.text
+    assert f'action="/sagas/{saga_id}/retry"' not in page.text, "nothing to retry in ready-for-review"
+
+    refused = env.client.post(
+        f"/sagas/{saga_id}/retry", data={"form_token": env.form_token(saga_id), "name": "olga"}
+    )
+    assert "cannot retry a saga that is ready-for-review" in refused.text
+
+    forked = env.client.post(
+        f"/sagas/{saga_id}/fork",
+        data={"form_token": env.form_token(saga_id), "fork_version": "1", "name": "olga"},
+        follow_redirects=False,
+    )
+    assert forked.status_code == 303, forked.text
+    new_id = forked.headers["location"].split("/sagas/", 1)[1].split("?", 1)[0]
+    assert forked.headers["location"].endswith("?done=forked") and new_id != saga_id
+    assert env.status(new_id)["state"] == "ready-for-review"
+    assert env.status(new_id)["version_digest"] == env.status(saga_id)["version_digest"]
+    bad = env.client.post(
+        f"/sagas/{saga_id}/fork",
+        data={"form_token": env.form_token(saga_id), "fork_version": "two", "name": "olga"},
+    )
+    assert "the version to fork is a number" in bad.text
