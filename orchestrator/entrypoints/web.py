@@ -48,7 +48,17 @@ from starlette.routing import Route
 
 from orchestrator import services
 from orchestrator.app import App
-from orchestrator.core.errors import InvalidInput, NotAuthenticated, NotFound, PressroomError
+from orchestrator.core.errors import (
+    IllegalTransition,
+    InvalidInput,
+    NotAuthenticated,
+    NotFound,
+    NotPermitted,
+    PressroomError,
+    SelfApproval,
+    ServiceUnavailable,
+    StaleVersion,
+)
 from orchestrator.entrypoints import pages, web_live, web_rules, workspace
 from orchestrator.entrypoints.http_support import media_type, read_body, status_for
 from orchestrator.entrypoints.web_auth import Visitor, WebAuth
@@ -69,6 +79,21 @@ NOTICES = {
     "retried": "Retried: the saga runs again from its last good point, with the same keys.",
     "forked": "Forked: this new saga holds the chosen version's bytes and waits for a reviewer.",
 }
+
+# What a person reads before a refusal's reason, most specific first (never a class name).
+PROBLEMS: tuple[tuple[type[PressroomError], str], ...] = (
+    (SelfApproval, "Not yours to approve"),
+    (StaleVersion, "Out of date"),
+    (NotPermitted, "Not permitted"),
+    (IllegalTransition, "Not possible now"),
+    (InvalidInput, "Check the form"),
+    (ServiceUnavailable, "Try again shortly"),
+)
+
+
+def problem(error: PressroomError) -> str:
+    return next((label for kind, label in PROBLEMS if isinstance(error, kind)), "Refused")
+
 
 # The fields a refused form is shown again with (never the token).
 _ECHOED_FIELDS = ("name", "expires_in", "reason", "markdown", "fork_version")
@@ -191,7 +216,7 @@ class WebPages:
             data["history"],
             token=self.auth.token_for(visitor),
             notice=notice,
-            error=f"{type(error).__name__}: {error}" if error is not None else None,
+            error=f"{problem(error)}: {error}" if error is not None else None,
             values=values,
             viewer=self.auth.viewer(visitor),
             workspace=data["workspace"],

@@ -137,7 +137,8 @@ def test_the_author_cannot_approve_and_nothing_is_published(env: Env) -> None:
     )
     assert answer.status_code == 403  # DESIGN "People and permissions": self-approval is HTTP 403
     assert 'role="alert"' in answer.text
-    assert "SelfApproval" in answer.text and "cannot approve" in answer.text
+    assert "Not yours to approve:" in answer.text and "cannot approve" in answer.text
+    assert "SelfApproval" not in answer.text, "a person reads words, not a class name"
     assert 'value="writer"' in answer.text  # the form is shown again with what was typed
 
     status = env.status(saga_id)
@@ -168,7 +169,7 @@ def test_a_stale_version_is_refused_on_the_api_and_the_page(env: Env) -> None:
         follow_redirects=False,
     )
     assert page.status_code == 409
-    assert "StaleVersion" in page.text
+    assert "Out of date:" in page.text and "StaleVersion" not in page.text
     assert '<input type="hidden" name="version" value="2">' in page.text  # now bound to what is shown
 
     old = env.client.get(f"/sagas/{saga_id}/versions/1")
