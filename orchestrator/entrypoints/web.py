@@ -48,20 +48,11 @@ from starlette.routing import Route
 
 from orchestrator import services
 from orchestrator.app import App
-from orchestrator.core.errors import (
-    IllegalTransition,
-    InvalidInput,
-    NotAuthenticated,
-    NotFound,
-    NotPermitted,
-    PressroomError,
-    SelfApproval,
-    ServiceUnavailable,
-    StaleVersion,
-)
+from orchestrator.core.errors import InvalidInput, NotAuthenticated, NotFound, PressroomError
 from orchestrator.entrypoints import pages, web_live, web_rules, workspace
 from orchestrator.entrypoints.http_support import media_type, read_body, status_for
 from orchestrator.entrypoints.web_auth import Visitor, WebAuth
+from orchestrator.entrypoints.web_rules import problem
 from orchestrator.entrypoints.web_workspace import WorkspaceRoutes
 from orchestrator.harness.principals import Principal
 from orchestrator.people import check_claim
@@ -79,21 +70,6 @@ NOTICES = {
     "retried": "Retried: the saga runs again from its last good point, with the same keys.",
     "forked": "Forked: this new saga holds the chosen version's bytes and waits for a reviewer.",
 }
-
-# What a person reads before a refusal's reason, most specific first (never a class name).
-PROBLEMS: tuple[tuple[type[PressroomError], str], ...] = (
-    (SelfApproval, "Not yours to approve"),
-    (StaleVersion, "Out of date"),
-    (NotPermitted, "Not permitted"),
-    (IllegalTransition, "Not possible now"),
-    (InvalidInput, "Check the form"),
-    (ServiceUnavailable, "Try again shortly"),
-)
-
-
-def problem(error: PressroomError) -> str:
-    return next((label for kind, label in PROBLEMS if isinstance(error, kind)), "Refused")
-
 
 # The fields a refused form is shown again with (never the token).
 _ECHOED_FIELDS = ("name", "expires_in", "reason", "markdown", "fork_version")

@@ -23,6 +23,16 @@ import re
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
+from orchestrator.core.errors import (
+    IllegalTransition,
+    InvalidInput,
+    NotPermitted,
+    PressroomError,
+    SelfApproval,
+    ServiceUnavailable,
+    StaleVersion,
+)
+
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 # RFC 9110 field-name characters; what PRESSROOM_TRUSTED_PROXY_HEADER may be.
@@ -126,7 +136,23 @@ def safe_next(path: str | None) -> str:
     return path
 
 
+# What a person reads before a refusal's reason, most specific first (never a class name).
+PROBLEMS: tuple[tuple[type[PressroomError], str], ...] = (
+    (SelfApproval, "Not yours to approve"),
+    (StaleVersion, "Out of date"),
+    (NotPermitted, "Not permitted"),
+    (IllegalTransition, "Not possible now"),
+    (InvalidInput, "Check the form"),
+    (ServiceUnavailable, "Try again shortly"),
+)
+
+
+def problem(error: PressroomError) -> str:
+    return next((label for kind, label in PROBLEMS if isinstance(error, kind)), "Refused")
+
+
 __all__ = [
+    "problem",
     "Network",
     "check_header_name",
     "csrf_key",
