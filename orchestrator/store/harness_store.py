@@ -9,32 +9,28 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any, Literal
 
-from sqlalchemy import update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from orchestrator.core.errors import (
-    ApprovalRefused,
-    ApproverLapsed,
     IdempotencyConflict,
-    KeyInFlight,
     NotFound,
 )
-from orchestrator.harness.approvals import ApprovalBinding, ApprovalView
+from orchestrator.harness.approvals import ApprovalView
 from orchestrator.harness.budget import Charge
 from orchestrator.harness.checkpoints import GENESIS, AgentState, chain_hash
-from orchestrator.harness.ledger_status import RESTARTABLE, LedgerStatus
+from orchestrator.harness.ledger_status import LedgerStatus
 from orchestrator.harness.ports import NO_READS, AuthorizationReads, EventTimes, LedgerView
+from orchestrator.store import harness_rows as rows
 from orchestrator.store.budget import charge as charge_budget
-from orchestrator.store.db import WRITE_OPTION, UnitOfWork, unit_of_work
+from orchestrator.store.db import UnitOfWork, unit_of_work
 from orchestrator.store.events import add_event, hold_chain, insert_event
-from orchestrator.store.people import approver_lapse
+from orchestrator.store.harness_rows import approval_row, approval_view
 from orchestrator.store.tables import (
-    ApprovalRow,
     CheckpointRow,
     LedgerRow,
     SagaRow,
@@ -43,58 +39,21 @@ from orchestrator.store.tables import (
 )
 
 
-def approval_view(row: ApprovalRow) -> ApprovalView:
-    return ApprovalView(
-        approval_id=row.id,
-        binding=ApprovalBinding(
-            saga_id=row.saga_id,
-            version=row.version,
-            version_digest=row.version_digest,
-            destinations=tuple(row.destinations),
-            session=row.session,
-            approver=row.approver,
-            expires_at=_aware(row.expires_at),
-        ),
-        token=row.token,
-        consumed_by=row.consumed_by,
-        voided=row.voided_at is not None,
-    )
-
-
-def approval_row(binding: ApprovalBinding, token: str, *, issued_at: datetime) -> ApprovalRow:
-    """The stored form of an issued approval (the inverse of `approval_view`)."""
-    return ApprovalRow(
-        saga_id=binding.saga_id,
-        version=binding.version,
-        version_digest=binding.version_digest,
-        destinations=list(binding.destinations),
-        session=binding.session,
-        approver=binding.approver,
-        issued_at=issued_at,
-        expires_at=binding.expires_at,
-        token=token,
-    )
-
-
-def _aware(value: datetime) -> datetime:
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
-
-
 class SqlHarnessStore:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
     def saga_session(self, saga_id: str) -> str | None:
         with Session(self.engine) as s:
-            return _saga_session(s, saga_id)
+            return rows.saga_session_of(s, saga_id)
 
     def find_approval(self, saga_id: str, version_digest: str) -> ApprovalView | None:
         with Session(self.engine) as s:
-            return _find_approval(s, saga_id, version_digest)
+            return rows.approval_of(s, saga_id, version_digest)
 
     def ledger_get(self, key: str) -> LedgerView | None:
         with Session(self.engine) as s:
-            return _ledger_get(s, key)
+            return rows.ledger_row(s, key)
 
     def authorization_reads(
         self, key: str | None, saga_id: str | None, version_digest: str | None, *, hold: bool = False
@@ -103,17 +62,19 @@ class SqlHarnessStore:
             return NO_READS
         if hold:
             # The reads open the call's first transaction; the intent (or the refusal) commits it.
-            tx = CallTx(self.engine)
+            tx = rows.CallTx(self.engine)
             try:
-                return _reads(tx.unit().session, key, saga_id, version_digest)._replace(tx=tx)
+                return rows.read_for_authorization(tx.unit().session, key, saga_id, version_digest)._replace(
+                    tx=tx
+                )
             except BaseException:
                 tx.release()
                 raise
         with Session(self.engine) as s:
-            return _reads(s, key, saga_id, version_digest)
+            return rows.read_for_authorization(s, key, saga_id, version_digest)
 
     def release(self, tx: Any) -> None:
-        if isinstance(tx, CallTx):
+        if isinstance(tx, rows.CallTx):
             tx.release()
 
     def record_event(
@@ -131,7 +92,7 @@ class SqlHarnessStore:
         charge: Charge | None = None,
         tx: Any = None,
     ) -> str:
-        with _unit(self.engine, tx) as uow:
+        with rows.call_unit(self.engine, tx) as uow:
             if charge is not None:
                 charge_budget(uow.session, charge)
             row = add_event(
@@ -166,7 +127,7 @@ class SqlHarnessStore:
         now = utcnow()
         key = state.idempotency_key
         try:
-            with _unit(self.engine, tx) as uow:
+            with rows.call_unit(self.engine, tx) as uow:
                 s = uow.session
                 if saga_id is not None:
                     # Serialize effects of one saga: the checkpoint chain never forks.
@@ -176,10 +137,10 @@ class SqlHarnessStore:
                 if charge is not None:
                     charge_budget(s, charge)
                 if approval_id is not None:
-                    _consume(s, approval_id, execution or "", now)
-                    _approver_still_reviewer(s, approval_id)
+                    rows.consume_approval(s, approval_id, execution or "", now)
+                    rows.approver_still_reviewer(s, approval_id)
                 if key:
-                    _ledger_pending(s, key, state, saga_id, now, now + timedelta(seconds=claim_seconds))
+                    rows.ledger_pending(s, key, state, saga_id, now, now + timedelta(seconds=claim_seconds))
                 prev = s.exec(
                     select(CheckpointRow.hash)
                     .where(CheckpointRow.saga_id == saga_id)
@@ -221,7 +182,7 @@ class SqlHarnessStore:
         hook: Callable[[Any], None] | None = None,
         tx: Any = None,
     ) -> str:
-        with _unit(self.engine, tx) as uow:
+        with rows.call_unit(self.engine, tx) as uow:
             s = uow.session
             if event.get("saga_id") is not None:
                 hold_chain(s, event["saga_id"])  # the saga before the ledger row, as begin_effect locks them
@@ -293,169 +254,6 @@ class SqlHarnessStore:
             return
         with unit_of_work(self.engine) as uow:
             yield uow
-
-
-class CallTx:
-    """One pooled connection for one call: the authorization reads and the intent
-    commit as its first transaction, the result as its second (invariant 4 holds:
-    the first commits before the executor runs)."""
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-        self.conn = engine.execution_options(**{WRITE_OPTION: True}).connect()
-        self._open: UnitOfWork | None = None
-
-    def unit(self) -> UnitOfWork:
-        """The open transaction, or a new one on the same connection."""
-        if self._open is None:
-            uow = UnitOfWork(self.engine)
-            uow.session.close()
-            uow.session = Session(bind=self.conn, expire_on_commit=False)
-            self._open = uow
-        return self._open
-
-    def commit(self) -> None:
-        uow, self._open = self._open, None
-        if uow is not None:
-            uow.session.commit()
-            uow.session.close()
-            uow.run_after_commit()
-
-    def rollback(self) -> None:
-        uow, self._open = self._open, None
-        if uow is not None:
-            uow.session.rollback()
-            uow.session.close()
-
-    def release(self) -> None:
-        """Roll back whatever was left open (a refusal that wrote nothing) and return the connection."""
-        self.rollback()
-        self.conn.close()
-
-
-@contextmanager
-def _unit(engine: Engine, tx: Any) -> Iterator[UnitOfWork]:
-    """The call's transaction on its pinned connection when given, else a unit of work of its own."""
-    if not isinstance(tx, CallTx):
-        with unit_of_work(engine) as uow:
-            yield uow
-        return
-    uow = tx.unit()
-    try:
-        yield uow
-    except BaseException:
-        tx.rollback()
-        raise
-    tx.commit()
-
-
-def _reads(
-    s: Session, key: str | None, saga_id: str | None, version_digest: str | None
-) -> AuthorizationReads:
-    return AuthorizationReads(
-        ledger=_ledger_get(s, key) if key else None,
-        saga_session=_saga_session(s, saga_id) if saga_id is not None else None,
-        approval=_find_approval(s, saga_id, version_digest)
-        if saga_id is not None and version_digest is not None
-        else None,
-    )
-
-
-def _saga_session(s: Session, saga_id: str) -> str | None:
-    saga = s.get(SagaRow, saga_id)
-    return f"{saga.id}:{saga.run}" if saga else None
-
-
-def _find_approval(s: Session, saga_id: str, version_digest: str) -> ApprovalView | None:
-    row = s.exec(
-        select(ApprovalRow)
-        .where(ApprovalRow.saga_id == saga_id, ApprovalRow.version_digest == version_digest)
-        .order_by(col(ApprovalRow.issued_at).desc())
-    ).first()
-    return approval_view(row) if row else None
-
-
-def _ledger_get(s: Session, key: str) -> LedgerView | None:
-    row = s.get(LedgerRow, key)
-    if row is None:
-        return None
-    return LedgerView(
-        key=row.key,
-        tool=row.tool,
-        saga_id=row.saga_id,
-        args_digest=row.args_digest,
-        status=row.status,
-        result=row.result,
-        attempts=row.attempts,
-        claimed_until=row.claimed_until,
-    )
-
-
-def _consume(s: Session, approval_id: str, execution: str, now: datetime) -> None:
-    """Consume once, atomically; the same execution may go on using it."""
-    taken = s.execute(
-        update(ApprovalRow)
-        .where(
-            col(ApprovalRow.id) == approval_id,
-            col(ApprovalRow.consumed_at).is_(None),
-            col(ApprovalRow.voided_at).is_(None),
-            col(ApprovalRow.expires_at) > now,
-        )
-        .values(consumed_at=now, consumed_by=execution)
-    )
-    if taken.rowcount == 1:  # type: ignore[attr-defined]
-        return
-    row = s.get(ApprovalRow, approval_id)
-    if row is None:
-        raise ApprovalRefused("approval not found", approval_id=approval_id)
-    if row.voided_at is not None:
-        raise ApprovalRefused("approval was voided", approval_id=approval_id)
-    if row.consumed_at is None and _aware(row.expires_at) <= now:
-        raise ApprovalRefused("approval expired", approval_id=approval_id)
-    if row.consumed_by != execution:
-        raise ApprovalRefused("approval was already used by another execution", approval_id=approval_id)
-
-
-def _approver_still_reviewer(s: Session, approval_id: str) -> None:
-    """In the pre-execute transaction: the approver is still an active reviewer (closed mode)."""
-    row = s.get(ApprovalRow, approval_id)
-    why = approver_lapse(s, row.approver_id, row.approver) if row is not None else None
-    if why:
-        raise ApproverLapsed(why, approval_id=approval_id)
-
-
-def _ledger_pending(
-    s: Session, key: str, state: AgentState, saga_id: str | None, now: datetime, until: datetime
-) -> None:
-    row = s.get(LedgerRow, key, with_for_update=True)
-    if row is None:
-        s.add(
-            LedgerRow(
-                key=key,
-                tool=state.tool,
-                saga_id=saga_id,
-                args_digest=state.args_digest,
-                status=LedgerStatus.PENDING,
-                claimed_until=until,
-            )
-        )
-        s.flush()
-        return
-    if row.args_digest != state.args_digest:
-        raise IdempotencyConflict(f"key {key} was used with other arguments", key=key)
-    if (
-        row.status == LedgerStatus.PENDING
-        and row.claimed_until is not None
-        and _aware(row.claimed_until) > now
-    ):
-        raise KeyInFlight(f"key {key} is in flight", key=key)
-    if row.status not in RESTARTABLE:
-        raise IdempotencyConflict(f"key {key} is {row.status}", key=key)
-    row.status = LedgerStatus.PENDING
-    row.attempts += 1
-    row.claimed_until = until
-    row.updated_at = now
-    s.add(row)
 
 
 __all__ = ["SqlHarnessStore", "approval_row", "add_event", "approval_view", "insert_event", "new_id"]

@@ -59,11 +59,17 @@ def test_closed_mode_shows_the_forms_of_the_users_roles_without_a_name_field() -
     assert _actions(author) == {"/sagas/s1/edit", "/sign-out"}
     assert "need the reviewer role" in author
     operator = _page(Viewer(mode="closed", name="otto", roles=("operator",), csrf="c"))
-    assert _actions(operator) == {"/sagas/s1/cancel", "/sign-out"}
+    assert _actions(operator) == {"/sagas/s1/cancel", "/sagas/s1/fork", "/sign-out"}
 
 
-def test_a_terminal_saga_has_no_forms_but_sign_out() -> None:
-    done = {**STATUS, "state": "succeeded"}
+def test_a_terminal_saga_has_no_forms_but_an_operators_fork_and_retry() -> None:
+    """Nothing decides a finished saga again; an operator may still fork a version (and retry a failure)."""
     everyone = Viewer(mode="closed", name="a", roles=("author", "reviewer", "operator"), csrf="c")
-    page = saga_page(done, VERSION, {"events": []}, token="tok", viewer=everyone)
-    assert _actions(page) == {"/sign-out"}
+    done = saga_page({**STATUS, "state": "succeeded"}, VERSION, {"events": []}, token="tok", viewer=everyone)
+    assert _actions(done) == {"/sagas/s1/fork", "/sign-out"}
+    failed = saga_page({**STATUS, "state": "failed"}, VERSION, {"events": []}, token="tok", viewer=everyone)
+    assert _actions(failed) == {"/sagas/s1/fork", "/sagas/s1/retry", "/sign-out"}
+    reader = Viewer(mode="closed", name="r", roles=(), csrf="c")
+    assert _actions(
+        saga_page({**STATUS, "state": "failed"}, VERSION, {"events": []}, token="t", viewer=reader)
+    ) == {"/sign-out"}

@@ -19,6 +19,7 @@ PRODUCT = ["orchestrator", "sagas", "roles", "outbox", "telemetry", "evaluation"
 WRITERS = {
     "LedgerRow": {
         "orchestrator/store/harness_store.py",  # the SQL adapter of HarnessStore
+        "orchestrator/store/harness_rows.py",  # its queries and the pending row of an intent
         "evaluation/memory_store.py",  # the in-memory adapter (its own rows)
         "bench/prune.py",  # seeds synthetic finished sagas in bulk SQL for the prune benchmark
     },

@@ -1,0 +1,250 @@
+"""The harness store's rows and queries on SQL: approvals, the ledger, the call's pinned transaction.
+
+Helpers of `orchestrator.store.harness_store` (the `HarnessStore` adapter): the
+queries its authorization reads and its pre-execute record are made of.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import update
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
+from orchestrator.core.errors import (
+    ApprovalRefused,
+    ApproverLapsed,
+    IdempotencyConflict,
+    KeyInFlight,
+)
+from orchestrator.harness.approvals import ApprovalBinding, ApprovalView
+from orchestrator.harness.checkpoints import AgentState
+from orchestrator.harness.ledger_status import RESTARTABLE, LedgerStatus
+from orchestrator.harness.ports import AuthorizationReads, LedgerView
+from orchestrator.store.db import WRITE_OPTION, UnitOfWork, unit_of_work
+from orchestrator.store.people import approver_lapse
+from orchestrator.store.tables import (
+    ApprovalRow,
+    LedgerRow,
+    SagaRow,
+)
+
+
+def approval_view(row: ApprovalRow) -> ApprovalView:
+    return ApprovalView(
+        approval_id=row.id,
+        binding=ApprovalBinding(
+            saga_id=row.saga_id,
+            version=row.version,
+            version_digest=row.version_digest,
+            destinations=tuple(row.destinations),
+            session=row.session,
+            approver=row.approver,
+            expires_at=aware(row.expires_at),
+        ),
+        token=row.token,
+        consumed_by=row.consumed_by,
+        voided=row.voided_at is not None,
+    )
+
+
+def approval_row(binding: ApprovalBinding, token: str, *, issued_at: datetime) -> ApprovalRow:
+    """The stored form of an issued approval (the inverse of `approval_view`)."""
+    return ApprovalRow(
+        saga_id=binding.saga_id,
+        version=binding.version,
+        version_digest=binding.version_digest,
+        destinations=list(binding.destinations),
+        session=binding.session,
+        approver=binding.approver,
+        issued_at=issued_at,
+        expires_at=binding.expires_at,
+        token=token,
+    )
+
+
+def aware(value: datetime) -> datetime:
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+class CallTx:
+    """One pooled connection for one call: the authorization reads and the intent
+    commit as its first transaction, the result as its second (invariant 4 holds:
+    the first commits before the executor runs)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.conn = engine.execution_options(**{WRITE_OPTION: True}).connect()
+        self._open: UnitOfWork | None = None
+
+    def unit(self) -> UnitOfWork:
+        """The open transaction, or a new one on the same connection."""
+        if self._open is None:
+            uow = UnitOfWork(self.engine)
+            uow.session.close()
+            uow.session = Session(bind=self.conn, expire_on_commit=False)
+            self._open = uow
+        return self._open
+
+    def commit(self) -> None:
+        uow, self._open = self._open, None
+        if uow is not None:
+            uow.session.commit()
+            uow.session.close()
+            uow.run_after_commit()
+
+    def rollback(self) -> None:
+        uow, self._open = self._open, None
+        if uow is not None:
+            uow.session.rollback()
+            uow.session.close()
+
+    def release(self) -> None:
+        """Roll back whatever was left open (a refusal that wrote nothing) and return the connection."""
+        self.rollback()
+        self.conn.close()
+
+
+@contextmanager
+def call_unit(engine: Engine, tx: Any) -> Iterator[UnitOfWork]:
+    """The call's transaction on its pinned connection when given, else a unit of work of its own."""
+    if not isinstance(tx, CallTx):
+        with unit_of_work(engine) as uow:
+            yield uow
+        return
+    uow = tx.unit()
+    try:
+        yield uow
+    except BaseException:
+        tx.rollback()
+        raise
+    tx.commit()
+
+
+def read_for_authorization(
+    s: Session, key: str | None, saga_id: str | None, version_digest: str | None
+) -> AuthorizationReads:
+    return AuthorizationReads(
+        ledger=ledger_row(s, key) if key else None,
+        saga_session=saga_session_of(s, saga_id) if saga_id is not None else None,
+        approval=approval_of(s, saga_id, version_digest)
+        if saga_id is not None and version_digest is not None
+        else None,
+    )
+
+
+def saga_session_of(s: Session, saga_id: str) -> str | None:
+    saga = s.get(SagaRow, saga_id)
+    return f"{saga.id}:{saga.run}" if saga else None
+
+
+def approval_of(s: Session, saga_id: str, version_digest: str) -> ApprovalView | None:
+    row = s.exec(
+        select(ApprovalRow)
+        .where(ApprovalRow.saga_id == saga_id, ApprovalRow.version_digest == version_digest)
+        .order_by(col(ApprovalRow.issued_at).desc())
+    ).first()
+    return approval_view(row) if row else None
+
+
+def ledger_row(s: Session, key: str) -> LedgerView | None:
+    row = s.get(LedgerRow, key)
+    if row is None:
+        return None
+    return LedgerView(
+        key=row.key,
+        tool=row.tool,
+        saga_id=row.saga_id,
+        args_digest=row.args_digest,
+        status=row.status,
+        result=row.result,
+        attempts=row.attempts,
+        claimed_until=row.claimed_until,
+    )
+
+
+def consume_approval(s: Session, approval_id: str, execution: str, now: datetime) -> None:
+    """Consume once, atomically; the same execution may go on using it."""
+    taken = s.execute(
+        update(ApprovalRow)
+        .where(
+            col(ApprovalRow.id) == approval_id,
+            col(ApprovalRow.consumed_at).is_(None),
+            col(ApprovalRow.voided_at).is_(None),
+            col(ApprovalRow.expires_at) > now,
+        )
+        .values(consumed_at=now, consumed_by=execution)
+    )
+    if taken.rowcount == 1:  # type: ignore[attr-defined]
+        return
+    row = s.get(ApprovalRow, approval_id)
+    if row is None:
+        raise ApprovalRefused("approval not found", approval_id=approval_id)
+    if row.voided_at is not None:
+        raise ApprovalRefused("approval was voided", approval_id=approval_id)
+    if row.consumed_at is None and aware(row.expires_at) <= now:
+        raise ApprovalRefused("approval expired", approval_id=approval_id)
+    if row.consumed_by != execution:
+        raise ApprovalRefused("approval was already used by another execution", approval_id=approval_id)
+
+
+def approver_still_reviewer(s: Session, approval_id: str) -> None:
+    """In the pre-execute transaction: the approver is still an active reviewer (closed mode)."""
+    row = s.get(ApprovalRow, approval_id)
+    why = approver_lapse(s, row.approver_id, row.approver) if row is not None else None
+    if why:
+        raise ApproverLapsed(why, approval_id=approval_id)
+
+
+def ledger_pending(
+    s: Session, key: str, state: AgentState, saga_id: str | None, now: datetime, until: datetime
+) -> None:
+    row = s.get(LedgerRow, key, with_for_update=True)
+    if row is None:
+        s.add(
+            LedgerRow(
+                key=key,
+                tool=state.tool,
+                saga_id=saga_id,
+                args_digest=state.args_digest,
+                status=LedgerStatus.PENDING,
+                claimed_until=until,
+            )
+        )
+        s.flush()
+        return
+    if row.args_digest != state.args_digest:
+        raise IdempotencyConflict(f"key {key} was used with other arguments", key=key)
+    if (
+        row.status == LedgerStatus.PENDING
+        and row.claimed_until is not None
+        and aware(row.claimed_until) > now
+    ):
+        raise KeyInFlight(f"key {key} is in flight", key=key)
+    if row.status not in RESTARTABLE:
+        raise IdempotencyConflict(f"key {key} is {row.status}", key=key)
+    row.status = LedgerStatus.PENDING
+    row.attempts += 1
+    row.claimed_until = until
+    row.updated_at = now
+    s.add(row)
+
+
+__all__ = [
+    "CallTx",
+    "approval_of",
+    "approval_row",
+    "approval_view",
+    "approver_still_reviewer",
+    "aware",
+    "call_unit",
+    "consume_approval",
+    "ledger_pending",
+    "ledger_row",
+    "read_for_authorization",
+    "saga_session_of",
+]
