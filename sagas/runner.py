@@ -46,6 +46,7 @@ from sagas.step_states import StepState
 from telemetry import metrics, names
 
 PUBLISHER = "publisher"
+MAX_ROUNDS = 64
 # Which step a transition is about, and what its reason says when this round did not see the call.
 STEP_OF: dict[SagaEvent, frozenset[StepState]] = {
     SagaEvent.STEP_UNCERTAIN: decider.UNSETTLED,
@@ -124,7 +125,7 @@ class SagaRunner:
     def handle(self, handoff: Handoff, holder: str) -> Finalizer:
         """Drive the saga until it finishes, waits for a person, or must be asked again later."""
         learned = Round()
-        while True:
+        for _ in range(MAX_ROUNDS):
             self.renew(handoff.work_id, holder)
             with self.transact() as uow:
                 saga = records.load_saga(uow.session, handoff.saga_id, lock=True)
@@ -132,6 +133,9 @@ class SagaRunner:
                 if head is None:
                     return noop
                 steps = records.steps(uow.session, saga.id)
+                if saga.state == SagaState.EXECUTING and {s.uri for s in steps} != set(saga.destinations):
+                    # Every destination has its step row before anything is decided about it.
+                    steps = start_execution(uow.session, saga, head.digest)
                 self._record(uow.session, steps, learned)
                 command = decider.next_command(self._view(saga, head.digest, learned), step_views(steps))
                 if isinstance(command, Wait):
@@ -148,6 +152,8 @@ class SagaRunner:
                 self._publish(caller, saga.id, command.uris, digest, learned)
             elif isinstance(command, Compensate):
                 self._compensate(caller, saga.id, command.uris, digest, learned)
+        # Every round settles at least one step; this many without an end is a fault, not progress.
+        raise RetryLater(f"saga {handoff.saga_id}: no end after {MAX_ROUNDS} rounds", saga_id=handoff.saga_id)
 
     # -- reading ---------------------------------------------------------------
     def _view(self, saga: SagaRow, digest: str, learned: Round) -> decider.Saga:

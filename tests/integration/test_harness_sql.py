@@ -203,7 +203,8 @@ def test_apply_then_timeout_is_effect_unknown_until_reconcile_confirms_without_a
             states = [e.status for e in events if e.kind == "transition"]
             assert states[-3:] == ["effect-unknown", "executing", "succeeded"]
             published = [e for e in events if e.kind == "tool_call" and e.tool == "publish"]
-            assert [e.status for e in published] == ["uncertain", "uncertain", "replayed"]
+            # After the person confirmed, the step is done: the runner finishes without calling again.
+            assert [e.status for e in published] == ["uncertain", "uncertain"]
             assert all(e.proposed_at and e.authorized_at and e.acked_at for e in published)
             assert published[0].sent_at is not None
     finally:
