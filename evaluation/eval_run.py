@@ -32,7 +32,7 @@ from orchestrator.core.config import Settings
 from orchestrator.harness.capabilities import ROLE_CAPABILITIES
 from orchestrator.harness.spec import Risk, ToolCall
 from orchestrator.store.tables import ArtifactRow
-from orchestrator.toolpath.engine import Caller
+from orchestrator.toolpath.engine import Caller, Harness
 from roles.artifacts import Evidence
 from roles.corpus import load_corpus
 from roles.ranking import collect_evidence
@@ -52,24 +52,35 @@ PROBES = (
 def run_once(case: Path, brief: str, expect: dict[str, Any], run: int, model: str | None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="pressroom-eval-") as tmp:
         database = f"sqlite:///{Path(tmp) / 'eval.db'}"
+        recorders: list[ToolPathRecorder] = []
+
+        def record(harness: Harness) -> Harness:
+            recorders.append(ToolPathRecorder(harness))
+            return recorders[-1]  # type: ignore[return-value]  # a stand-in: every attribute is the harness's
+
         app = build_app(
             Settings(database_url=database, broker_url="inline://", secret=EVAL_SECRET),
             memory_destinations=True,
+            instrument=record,
         )
         try:
-            return _saga(app, case, brief, expect, run, model)
+            return _saga(app, recorders[0], case, brief, expect, run, model)
         finally:
             app.engine.dispose()
 
 
 def _saga(
-    app: App, case: Path, brief: str, expect: dict[str, Any], run: int, model: str | None
+    app: App,
+    recorder: ToolPathRecorder,
+    case: Path,
+    brief: str,
+    expect: dict[str, Any],
+    run: int,
+    model: str | None,
 ) -> dict[str, Any]:
     name = case.name
     store = memory_store(f"eval-{name}")
     store.reset()
-    recorder = ToolPathRecorder(app.harness)
-    app.harness = recorder  # type: ignore[assignment]
     timer = RoleTimer()
     app.handlers = {task: timer.wrap(task, h) for task, h in app.handlers.items()}
     faults = Faults(expect.get("fault"))

@@ -77,7 +77,10 @@ def build_app(
     memory_destinations: bool = False,
     indexes: CorpusIndexes | None = None,
     clock: Clock = SYSTEM_CLOCK,
+    instrument: Callable[[Harness], Harness] | None = None,
 ) -> App:
+    """The application for `settings`. `instrument` wraps the one tool path every handler,
+    use case and entry point is given (the evaluation records each call with it)."""
     from roles.handlers import RolePorts, draft_handler, research_handler, review_handler
     from roles.tools import role_tools
 
@@ -108,9 +111,10 @@ def build_app(
         claim_seconds=settings.destination_timeout + 5,
         saga_budget=settings.saga_budget,
     )
+    tools = instrument(harness) if instrument is not None else harness
     runner = SagaRunner(
         transact=lambda: unit_of_work(engine),
-        tools=harness,
+        tools=tools,
         store=store,
         signing_key=key,
         clock=clock,
@@ -123,7 +127,7 @@ def build_app(
         engine=engine,
         registry=registry,
         store=store,
-        harness=harness,
+        harness=tools,
         runner=runner,
         clock=clock,
         broker=broker,
@@ -134,7 +138,7 @@ def build_app(
         memory_destinations=memory_destinations,
     )
     roles = RolePorts(
-        engine=engine, tools=harness, dispatch=app.dispatch, settings=settings, catalogue=registry
+        engine=engine, tools=tools, dispatch=app.dispatch, settings=settings, catalogue=registry
     )
     app.handlers = {
         RESEARCH: partial(research_handler, roles),
