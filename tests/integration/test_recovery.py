@@ -73,7 +73,9 @@ def _work(pg_url: str, saga_id: str, task_suffix: str) -> list[WorkRow]:
 def test_worker_sigkilled_mid_task_is_recovered_by_lease(
     procs, pg_url: str, redis_url: str, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
-    env = _env(pg_url, redis_url)
+    # A lease long enough for the second worker to index the 1,500 files once, even on a busy
+    # machine: the one recovery this test counts is the sweeper's after the kill.
+    env = {**_env(pg_url, redis_url), "PRESSROOM_LEASE_SECONDS": "12"}
     p = procs(env)
     p.relay()
     worker = p.worker("worker-1")
