@@ -69,10 +69,10 @@ def test_a_turn_run_again_after_a_crash_continues_the_count(db: str, tmp_path: P
         work = s.exec(select(WorkRow).where(WorkRow.saga_id == sid, WorkRow.task == RESEARCH)).one()
         handoff = Handoff.model_validate(work.payload)
     research = app.handlers[RESEARCH]
-    research(app, handoff, "worker-1")  # the first run: its calls commit, then the worker dies (no finalizer)
+    research(handoff, "worker-1")  # the first run: its calls commit, then the worker dies (no finalizer)
     with Session(app.engine) as s:
         assert spent(s, sid).calls == 4
-    finalize = research(app, handoff, "worker-2")  # the lease brings the turn back
+    finalize = research(handoff, "worker-2")  # the lease brings the turn back
     with unit_of_work(app.engine) as uow:
         finalize(uow)
     with Session(app.engine) as s:
