@@ -254,3 +254,29 @@ __all__ = [
     "table",
     "write_section",
 ]
+
+
+def dbos_available() -> bool:
+    """Whether the optional `bench` extra (DBOS Transact) is installed."""
+    import importlib.util
+
+    return importlib.util.find_spec("dbos") is not None
+
+
+def run_dbos(*args: str) -> dict[str, object]:
+    """`bench/_dbos_noop.py` with `args` on a fresh database of the bench server: its JSON line."""
+    import json
+
+    with pg_database("pressroom_bench_dbos") as url:
+        plain = url.replace("postgresql+psycopg", "postgresql")
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "bench" / "_dbos_noop.py"), plain, *args],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            env=bench_env(),
+        )
+    if done.returncode != 0:
+        raise RuntimeError(f"bench/_dbos_noop.py failed: {done.stderr[-2000:]}")
+    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result

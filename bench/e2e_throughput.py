@@ -47,7 +47,6 @@ two as a ratio.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -65,10 +64,12 @@ from _common import (
     ROOT,
     bench_env,
     command_line,
+    dbos_available,
     flush_redis,
     git_rev,
     percentile,
     pg_database,
+    run_dbos,
     stamp,
     table,
     write_section,
@@ -370,26 +371,8 @@ class Bench:
 # -- DBOS ---------------------------------------------------------------------------------------
 
 
-def dbos_available() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("dbos") is not None
-
-
-def run_dbos(workflows: int) -> dict[str, Any]:
-    with pg_database("pressroom_bench_dbos") as url:
-        plain = url.replace("postgresql+psycopg", "postgresql")
-        done = subprocess.run(
-            [sys.executable, str(ROOT / "bench" / "_dbos_noop.py"), plain, "--workflows", str(workflows)],
-            capture_output=True,
-            text=True,
-            timeout=900,
-            env=bench_env(),
-        )
-    if done.returncode != 0:
-        raise RuntimeError(f"bench/_dbos_noop.py failed: {done.stderr[-2000:]}")
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+def run_dbos_throughput(workflows: int) -> dict[str, Any]:
+    return run_dbos("--workflows", str(workflows))
 
 
 # -- the report -----------------------------------------------------------------------------------
@@ -528,6 +511,15 @@ def main() -> None:
     parser.add_argument("--no-dbos", action="store_true", help="skip DBOS even when it is installed")
     parser.add_argument("--timeout", type=float, default=900, help="seconds a burst may take")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md")
+    parser.add_argument(
+        "--pool", default="solo", help="the role queues' worker pool (`pressroom worker --pool`)"
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=None,
+        help="the role queues' worker concurrency (default: the CLI's)",
+    )
     opts = parser.parse_args()
     mixes = [m.strip() for m in opts.mixes.split(",") if m.strip()]
     unknown = [m for m in mixes if m not in ("site", "webhook", "mixed")]
@@ -545,7 +537,7 @@ def main() -> None:
         from importlib.metadata import version
 
         meta["dbos_version"] = version("dbos")
-        dbos.append(run_dbos(opts.dbos_workflows))
+        dbos.append(run_dbos_throughput(opts.dbos_workflows))
     flush_redis(REDIS_URL)
     workdir = Path(tempfile.mkdtemp(prefix="bench-e2e-"))
     results: list[MixResult] = []
@@ -556,7 +548,8 @@ def main() -> None:
         bench = Bench(db_url, workdir, opts)
         try:
             relay = bench.start("relay", "relay")
-            worker = bench.start("worker", "worker", "--pool", "solo", "--loglevel", "WARNING")
+            sizing = ["--concurrency", str(opts.concurrency)] if opts.concurrency else []
+            worker = bench.start("worker", "worker", "--pool", opts.pool, *sizing, "--loglevel", "WARNING")
             me = os.getpid()
             meter = CpuMeter(
                 {
@@ -579,7 +572,7 @@ def main() -> None:
         finally:
             bench.stop_all()
     if use_dbos:
-        dbos.append(run_dbos(opts.dbos_workflows))
+        dbos.append(run_dbos_throughput(opts.dbos_workflows))
     shutil.rmtree(workdir, ignore_errors=True)
     flush_redis(REDIS_URL)
     body = report(results, dbos, opts, meta)

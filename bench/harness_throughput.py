@@ -21,6 +21,12 @@ input model built outside the timing) with the same kind of arguments (for
 calls/s (n / wall time of the loop), median and p99 per call, and the ratio
 bare throughput / harness throughput (how many times slower the harness
 path is). Tracing is off (no exporter configured).
+
+With the optional `bench` extra installed (DBOS Transact), one DBOS step is
+timed too, on a fresh database of the same PostgreSQL server, once before the
+PostgreSQL calls and once after (`bench/_dbos_noop.py --latency`: one thread,
+5-step no-op workflows one after another, each step call timed inside its
+workflow), and the PostgreSQL medians are printed as a ratio to its median.
 """
 
 from __future__ import annotations
@@ -42,11 +48,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (  # noqa: E402
     Stats,
     command_line,
+    dbos_available,
     fmt_ms,
     fmt_x,
     git_rev,
     pg_database,
     ratio,
+    run_dbos,
     stamp,
     table,
     write_section,
@@ -344,7 +352,17 @@ def main() -> None:
     parser.add_argument("--n-read", type=int, default=400, help="corpus.read calls per path and database")
     parser.add_argument("--n-publish", type=int, default=300, help="publish calls per path and database")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md")
+    parser.add_argument("--no-dbos", action="store_true", help="skip DBOS even when it is installed")
+    parser.add_argument(
+        "--dbos-workflows", type=int, default=200, help="workflows (5 steps each) per DBOS run"
+    )
     opts = parser.parse_args()
+    use_dbos = dbos_available() and not opts.no_dbos
+    dbos: list[dict[str, Any]] = []
+
+    def dbos_step() -> None:
+        if use_dbos:
+            dbos.append(run_dbos("--latency", "--workflows", str(opts.dbos_workflows), "--warmup", "20"))
 
     workdir = Path(tempfile.mkdtemp(prefix="bench-harness-"))
     results: list[dict[str, Any]] = []
@@ -354,8 +372,10 @@ def main() -> None:
     try:
         path = workdir / "bench.db"
         results += run_database("SQLite", f"sqlite:///{path}", workdir, opts, blocks)
+        dbos_step()
         with pg_database("pressroom_bench_harness") as url:
             results += run_database("PostgreSQL", url, workdir, opts, blocks)
+        dbos_step()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     seconds = time.monotonic() - started
@@ -399,9 +419,13 @@ def main() -> None:
         rows,
     )
     blocks_table = table(["database", "building block", "n", "median ms", "p99 ms"], blocks)
+    against = dbos_table(results, dbos)
     print(out)
     print()
     print(blocks_table)
+    if against:
+        print()
+        print(against)
     if opts.no_write:
         return
     body = f"""Command: `{command_line()}` ({stamp()}, code at {git_rev()}; total {seconds:.0f} s; 1-minute load
@@ -432,8 +456,31 @@ What the pieces cost on the same engines (measured after the calls above, 300 sa
 
 {blocks_table}
 """
+    if against:
+        body += f"""
+Against a DBOS Transact step (no-op, its checkpoint committed to the same PostgreSQL server; median
+of each run, before and after the PostgreSQL calls above; goal of issue 16: a high-risk call ≤ 1.5× a
+DBOS step):
+
+{against}
+"""
     write_section(TITLE, body)
     print(f"\nwrote section '## {TITLE}' of docs/benchmarks.md")
+
+
+def dbos_table(results: list[dict[str, Any]], dbos: list[dict[str, Any]]) -> str:
+    """PostgreSQL medians beside the DBOS step's (mean of the runs' medians): empty without DBOS."""
+    if not dbos:
+        return ""
+    step = sum(float(d["median_ms"]) for d in dbos) / len(dbos) / 1000
+    runs = ", ".join(f"{float(d['median_ms']):.2f} ms (p99 {float(d['p99_ms']):.2f})" for d in dbos)
+    rows: list[list[object]] = [["DBOS step", "–", runs, "1.00×"]]
+    for r in results:
+        if r["db"] == "PostgreSQL":
+            rows.append(
+                [r["tool"], r["path"], fmt_ms(r["stats"].median), fmt_x(ratio(r["stats"].median, step))]
+            )
+    return table(["tool", "path", "median ms", "÷ DBOS step median"], rows)
 
 
 if __name__ == "__main__":

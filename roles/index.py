@@ -98,26 +98,37 @@ class CorpusIndexes:
         self.folder = Path(folder)
         self.reader = reader
         self.max_files = max_files
+        self.connections = store.Connections()
 
     def for_corpus(self, root: Path | str) -> CorpusIndex:
         base = existing_root(Path(root))
         name = hashlib.sha256(str(base).encode("utf-8")).hexdigest()[:32]
-        return CorpusIndex(base, self.folder / f"{name}.sqlite", self.reader, self.max_files)
+        return CorpusIndex(
+            base, self.folder / f"{name}.sqlite", self.reader, self.max_files, self.connections
+        )
 
 
 class CorpusIndex:
     """The index of one corpus folder."""
 
-    def __init__(self, base: Path, file: Path, reader: Reader, max_files: int) -> None:
+    def __init__(
+        self,
+        base: Path,
+        file: Path,
+        reader: Reader,
+        max_files: int,
+        connections: store.Connections | None = None,
+    ) -> None:
         self.base = base
         self.file = file
         self.reader = reader
         self.max_files = max_files
+        self.connections = connections or store.Connections()
 
     @contextmanager
     def _db(self) -> Iterator[sqlite3.Connection]:
         try:
-            with store.opened(self.file) as db:
+            with self.connections.opened(self.file) as db:
                 yield db
         except sqlite3.DatabaseError as error:
             raise InvalidInput(f"the corpus index {self.file} cannot be used: {error}") from None

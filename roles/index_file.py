@@ -22,9 +22,12 @@ The file runs in WAL mode so that many workers read while one refreshes.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator
-from contextlib import closing, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -104,10 +107,53 @@ def connect(path: Path) -> sqlite3.Connection:
     return db
 
 
-@contextmanager
-def opened(path: Path) -> Iterator[sqlite3.Connection]:
-    with closing(connect(path)) as db:
-        yield db
+class Connections:
+    """Index files kept open, per thread and per process: a file's connection,
+    pragmas and schema check are paid once, not on every read.
+
+    A file removed or replaced since it was opened (another inode) is opened
+    again; a call that fails closes its connection, so the next one starts
+    afresh; a forked child opens its own. At most `keep` files stay open per
+    thread, the least recently used closing first.
+    """
+
+    def __init__(self, keep: int = 16) -> None:
+        self.keep = keep
+        self._local = threading.local()
+
+    def _held(self) -> OrderedDict[Path, tuple[tuple[int, int], sqlite3.Connection]]:
+        local = self._local
+        if getattr(local, "pid", None) != os.getpid():
+            local.pid, local.held = os.getpid(), OrderedDict()
+        held: OrderedDict[Path, tuple[tuple[int, int], sqlite3.Connection]] = local.held
+        return held
+
+    @contextmanager
+    def opened(self, path: Path) -> Iterator[sqlite3.Connection]:
+        held = self._held()
+        kept = held.pop(path, None)
+        if kept is not None and kept[0] != _identity(path):
+            kept[1].close()
+            kept = None
+        db = kept[1] if kept is not None else connect(path)
+        try:
+            yield db
+        except BaseException:
+            db.close()
+            raise
+        if db.in_transaction:
+            db.rollback()
+        held[path] = (_identity(path), db)
+        while len(held) > self.keep:
+            held.popitem(last=False)[1][1].close()
+
+
+def _identity(path: Path) -> tuple[int, int]:
+    try:
+        st = path.stat()
+    except OSError:
+        return (-1, -1)
+    return (st.st_dev, st.st_ino)
 
 
 @contextmanager
@@ -312,7 +358,7 @@ __all__ = [
     "connect",
     "flagged_passages",
     "get_meta",
-    "opened",
+    "Connections",
     "plain_passages",
     "put_file",
     "put_skipped",

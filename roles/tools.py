@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import Table, bindparam, select
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
@@ -23,7 +24,7 @@ from orchestrator.harness.declare import read_only, reversible_write
 from orchestrator.harness.digests import text_digest
 from orchestrator.harness.spec import ToolContext, ToolSpec
 from orchestrator.store.db import unit_of_work
-from orchestrator.store.tables import ArtifactRow
+from orchestrator.store.tables import ArtifactRow, SagaRow
 from roles.artifacts import Artifact, Draft, Evidence, Finding, SourceFile
 from roles.corpus import load_corpus, read_source
 from roles.index import CorpusIndexes
@@ -34,6 +35,10 @@ from roles.writing import PERSON_REJECTED, write_draft
 from sagas import records
 
 DIGEST = r"^[0-9a-f]{64}$"
+_SAGAS: Table = SagaRow.__table__  # type: ignore[attr-defined]
+_SAGA_BASICS = select(_SAGAS.c.brief, _SAGAS.c.corpus, _SAGAS.c.created_at).where(
+    _SAGAS.c.id == bindparam("saga_id")
+)
 
 
 class SearchArgs(BaseModel):
@@ -102,9 +107,12 @@ class RoleTools:
         self.link_hosts = link_hosts
 
     def _saga(self, saga_id: str) -> tuple[str, Path, datetime]:
-        with Session(self.engine) as s:
-            saga = records.load_saga(s, saga_id)
-            return saga.brief, Path(saga.corpus), saga.created_at
+        """The saga's brief, corpus folder and submit time (one prebuilt read: every search and read asks)."""
+        with self.engine.connect() as conn:
+            row = conn.execute(_SAGA_BASICS, {"saga_id": saga_id}).first()
+        if row is None:
+            raise NotFound(f"no saga {saga_id!r}", saga_id=saga_id)
+        return row[0], Path(row[1]), row[2]
 
     def _reader(self, root: Path) -> Callable[[str], SourceFile]:
         if self.indexes is None:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Float, update
+from sqlalchemy import Float, Table, bindparam, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlmodel import Field, Session, SQLModel, col
+from sqlmodel import Field, Session, SQLModel
 
 from orchestrator.harness.budget import Charge, Spent, exhausted, over
 from orchestrator.store.tables import utcnow
@@ -29,19 +29,35 @@ class SagaBudgetRow(SQLModel, table=True):
     updated_at: datetime = Field(default_factory=utcnow)
 
 
+_TABLE: Table = SagaBudgetRow.__table__  # type: ignore[attr-defined]
+_BUMP = (
+    update(_TABLE)
+    .where(_TABLE.c.saga_id == bindparam("b_saga"))
+    .values(
+        calls=_TABLE.c.calls + bindparam("b_calls"),
+        tokens=_TABLE.c.tokens + bindparam("b_tokens"),
+        cost=_TABLE.c.cost + bindparam("b_cost", type_=Float()),
+        updated_at=bindparam("b_now", type_=_TABLE.c.updated_at.type),
+    )
+    .returning(_TABLE.c.calls, _TABLE.c.tokens, _TABLE.c.cost)
+)
+# Prebuilt (run on the caller's connection, as every write of the harness's path).
+_BUMP_WITHIN = _BUMP.where(_TABLE.c.calls + bindparam("b_calls") <= bindparam("b_limit"))
+
+
 def charge(s: Session, c: Charge) -> Spent:
     """Add `c` to its saga's row, atomically; raises `BudgetExhausted` (changing nothing) when over."""
-    t = SagaBudgetRow
-    bump = update(t).where(col(t.saga_id) == c.saga_id)
-    if c.limit > 0:
-        bump = bump.where(col(t.calls) + c.calls <= c.limit)
-    bump = bump.values(
-        calls=col(t.calls) + c.calls,
-        tokens=col(t.tokens) + c.tokens,
-        cost=col(t.cost) + c.cost,
-        updated_at=utcnow(),
-    ).returning(col(t.calls), col(t.tokens), col(t.cost))
-    row = s.execute(bump).first()
+    conn = s.connection()
+    bump = _BUMP_WITHIN if c.limit > 0 else _BUMP
+    params = {
+        "b_saga": c.saga_id,
+        "b_calls": c.calls,
+        "b_tokens": c.tokens,
+        "b_cost": c.cost,
+        "b_now": utcnow(),
+        "b_limit": c.limit,
+    }
+    row = conn.execute(bump, params).first()
     if row is not None:
         return Spent(calls=row[0], tokens=row[1], cost=row[2])
     existing = s.get(SagaBudgetRow, c.saga_id)
@@ -53,8 +69,8 @@ def charge(s: Session, c: Charge) -> Spent:
     values = {"saga_id": c.saga_id, "calls": 0, "tokens": 0, "cost": 0.0, "updated_at": utcnow()}
     dialect = s.get_bind().dialect.name
     insert = pg_insert if dialect == "postgresql" else sqlite_insert
-    s.execute(insert(t).values(**values).on_conflict_do_nothing(index_elements=["saga_id"]))
-    row = s.execute(bump).first()
+    conn.execute(insert(_TABLE).values(**values).on_conflict_do_nothing(index_elements=["saga_id"]))
+    row = conn.execute(bump, params).first()
     if row is None:  # a concurrent charge took the last call between the two statements
         got = s.get(SagaBudgetRow, c.saga_id, populate_existing=True)
         raise exhausted(c, Spent(got.calls, got.tokens, got.cost) if got else first)

@@ -1,8 +1,9 @@
 """The one writer of the events table: every event is appended here, chained.
 
-`add_event` (ORM) and `insert_event` (one prebuilt Core INSERT, for a hot
-path) both take the saga's chain head through `_link`, which hashes the new
-event onto it (`orchestrator.harness.event_chain`). The head is read once per
+`add_event` (ORM) and `insert_event` (one prebuilt Core INSERT, for the hot
+paths: the harness's records and the consumer's `message applied`) both take
+the saga's chain head through `_link`, which hashes the new event onto it
+(`orchestrator.harness.event_chain`). The head is read once per
 transaction under the saga row's lock (`SELECT … FOR UPDATE` on PostgreSQL;
 on SQLite every unit of work already holds the write lock from `BEGIN
 IMMEDIATE`), so two transactions writing one saga's events take turns and
@@ -15,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Table, insert
-from sqlmodel import Session, col, select
+from sqlalchemy import Table, bindparam, insert, select
+from sqlmodel import Session
 
 from orchestrator.harness.event_chain import GENESIS, event_hash
 from orchestrator.harness.ports import EventTimes
@@ -25,7 +26,16 @@ from orchestrator.store.tables import EventRow, SagaRow, new_id, utcnow
 
 _HEADS = "pressroom.event_heads"
 _EVENTS: Table = EventRow.__table__  # type: ignore[attr-defined]
+_SAGAS: Table = SagaRow.__table__  # type: ignore[attr-defined]
 _INSERT_EVENT = insert(_EVENTS)
+# Prebuilt, run on the session's connection (no ORM execution path, no autoflush).
+_LOCK_SAGA = select(_SAGAS.c.id).where(_SAGAS.c.id == bindparam("saga_id")).with_for_update()
+_CHAIN_HEAD = (
+    select(_EVENTS.c.hash)
+    .where(_EVENTS.c.saga_id == bindparam("saga_id"))
+    .order_by(_EVENTS.c.seq.desc())
+    .limit(1)
+)
 
 
 def _heads(session: Session) -> dict[str | None, str]:
@@ -47,15 +57,12 @@ def hold_chain(session: Session, saga_id: str) -> str:
     heads = _heads(session)
     head = heads.get(saga_id)
     if head is None:
-        with session.no_autoflush:
-            # Held to the end of the transaction: the head cannot move under us.
-            session.execute(select(SagaRow.id).where(col(SagaRow.id) == saga_id).with_for_update())
-            found = session.execute(
-                select(EventRow.hash)
-                .where(col(EventRow.saga_id) == saga_id)
-                .order_by(col(EventRow.seq).desc())
-                .limit(1)
-            ).scalar()
+        conn = session.connection()
+        # Held to the end of the transaction: the head cannot move under us. Two
+        # statements, not one: the head is read after the lock is granted, so it
+        # sees what the transaction that held the lock committed.
+        conn.execute(_LOCK_SAGA, {"saga_id": saga_id})
+        found = conn.execute(_CHAIN_HEAD, {"saga_id": saga_id}).scalar()
         head = heads[saga_id] = found or GENESIS
     return head
 
@@ -78,8 +85,8 @@ def _link(session: Session, values: dict[str, Any]) -> None:
         _heads(session)[saga_id] = values["hash"]
 
 
-def add_event(session: Session, **fields: Any) -> EventRow:
-    """Append one event to the session (it commits with the caller's unit of work)."""
+def _values(fields: dict[str, Any]) -> dict[str, Any]:
+    """An event's column values, its chain link included."""
     times: EventTimes | None = fields.pop("times", None)
     values: dict[str, Any] = {**fields, **(times.model_dump() if times else {})}
     values.setdefault("event_id", new_id())
@@ -88,29 +95,25 @@ def add_event(session: Session, **fields: Any) -> EventRow:
         values.setdefault(name, value)
     if values.get("detail") is None:
         values["detail"] = {}
+    return values
+
+
+def add_event(session: Session, **fields: Any) -> EventRow:
+    """Append one event to the session (it commits with the caller's unit of work)."""
+    values = _values(fields)
     _link(session, values)
     row = EventRow(**values)
     session.add(row)
     return row
 
 
-def insert_event(
-    session: Session, *, saga_id: str | None, actor: str, kind: str, status: str, detail: dict[str, Any]
-) -> str:
+def insert_event(session: Session, **fields: Any) -> str:
     """`add_event` for a hot path: one prebuilt Core INSERT on the session's
-    connection; the event id. Whatever the session holds is flushed first, so
-    this event still follows the transaction's earlier events in `seq`."""
+    connection, at once; the event id. Takes the same fields (`times` too).
+    Whatever the session holds is flushed first, so this event still follows
+    the transaction's earlier events in `seq`; events added after it follow it."""
     session.flush()
-    values: dict[str, Any] = {
-        "event_id": new_id(),
-        "saga_id": saga_id,
-        "actor": actor,
-        "kind": kind,
-        "status": status,
-        "detail": detail,
-        "created_at": utcnow(),
-        **acting_fields(),
-    }
+    values = _values(fields)
     _link(session, values)
     session.connection().execute(_INSERT_EVENT, values)
     event_id: str = values["event_id"]

@@ -11,7 +11,8 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import update
+from sqlalchemy import Table, bindparam, insert, update
+from sqlalchemy import select as core_select
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
@@ -22,15 +23,73 @@ from orchestrator.core.errors import (
     KeyInFlight,
 )
 from orchestrator.harness.approvals import ApprovalBinding, ApprovalView
-from orchestrator.harness.checkpoints import AgentState
+from orchestrator.harness.checkpoints import GENESIS, AgentState, chain_hash
 from orchestrator.harness.ledger_status import RESTARTABLE, LedgerStatus
 from orchestrator.harness.ports import AuthorizationReads, LedgerView
 from orchestrator.store.db import WRITE_OPTION, UnitOfWork, unit_of_work
 from orchestrator.store.people import approver_lapse
 from orchestrator.store.tables import (
     ApprovalRow,
+    CheckpointRow,
     LedgerRow,
     SagaRow,
+    utcnow,
+)
+
+# The write path's statements, built once and run on the call's connection
+# (as the consumer's are): no ORM execution path, no identity map to keep.
+_LEDGER: Table = LedgerRow.__table__  # type: ignore[attr-defined]
+_APPROVALS: Table = ApprovalRow.__table__  # type: ignore[attr-defined]
+_CHECKPOINTS: Table = CheckpointRow.__table__  # type: ignore[attr-defined]
+_LEDGER_HELD = (
+    core_select(_LEDGER.c.args_digest, _LEDGER.c.status, _LEDGER.c.claimed_until)
+    .where(_LEDGER.c.key == bindparam("k"))
+    .with_for_update()
+)
+_LEDGER_NEW = insert(_LEDGER)
+_LEDGER_AGAIN = (
+    update(_LEDGER)
+    .where(_LEDGER.c.key == bindparam("k"))
+    .values(
+        status=LedgerStatus.PENDING.value,
+        attempts=_LEDGER.c.attempts + 1,
+        claimed_until=bindparam("b_until", type_=_LEDGER.c.claimed_until.type),
+        updated_at=bindparam("b_now", type_=_LEDGER.c.updated_at.type),
+    )
+)
+_LEDGER_FINISH = (
+    update(_LEDGER)
+    .where(_LEDGER.c.key == bindparam("k"))
+    .values(
+        status=bindparam("b_status"),
+        result=bindparam("b_result", type_=_LEDGER.c.result.type),
+        event_id=bindparam("b_event"),
+        updated_at=bindparam("b_now", type_=_LEDGER.c.updated_at.type),
+    )
+)
+_CONSUME = (
+    update(_APPROVALS)
+    .where(
+        _APPROVALS.c.id == bindparam("a"),
+        _APPROVALS.c.consumed_at.is_(None),
+        _APPROVALS.c.voided_at.is_(None),
+        _APPROVALS.c.expires_at > bindparam("b_now", type_=_APPROVALS.c.expires_at.type),
+    )
+    .values(consumed_at=bindparam("b_now"), consumed_by=bindparam("b_exec"))
+    .returning(_APPROVALS.c.approver_id, _APPROVALS.c.approver)
+)
+_CHECKPOINT_NEW = insert(_CHECKPOINTS)
+_CHECKPOINT_HEAD = (
+    core_select(_CHECKPOINTS.c.hash)
+    .where(_CHECKPOINTS.c.saga_id == bindparam("saga_id"))
+    .order_by(_CHECKPOINTS.c.seq.desc())
+    .limit(1)
+)
+_LOOSE_CHECKPOINT_HEAD = (
+    core_select(_CHECKPOINTS.c.hash)
+    .where(_CHECKPOINTS.c.saga_id.is_(None))
+    .order_by(_CHECKPOINTS.c.seq.desc())
+    .limit(1)
 )
 
 
@@ -167,20 +226,13 @@ def ledger_row(s: Session, key: str) -> LedgerView | None:
     )
 
 
-def consume_approval(s: Session, approval_id: str, execution: str, now: datetime) -> None:
-    """Consume once, atomically; the same execution may go on using it."""
-    taken = s.execute(
-        update(ApprovalRow)
-        .where(
-            col(ApprovalRow.id) == approval_id,
-            col(ApprovalRow.consumed_at).is_(None),
-            col(ApprovalRow.voided_at).is_(None),
-            col(ApprovalRow.expires_at) > now,
-        )
-        .values(consumed_at=now, consumed_by=execution)
-    )
-    if taken.rowcount == 1:  # type: ignore[attr-defined]
-        return
+def consume_approval(s: Session, approval_id: str, execution: str, now: datetime) -> tuple[str | None, str]:
+    """Consume once, atomically; the same execution may go on using it. The
+    approver (`approver_id`, `approver`) of the approval consumed."""
+    conn = s.connection()
+    taken = conn.execute(_CONSUME, {"a": approval_id, "b_now": now, "b_exec": execution}).first()
+    if taken is not None:
+        return taken[0], taken[1]
     row = s.get(ApprovalRow, approval_id)
     if row is None:
         raise ApprovalRefused("approval not found", approval_id=approval_id)
@@ -190,12 +242,12 @@ def consume_approval(s: Session, approval_id: str, execution: str, now: datetime
         raise ApprovalRefused("approval expired", approval_id=approval_id)
     if row.consumed_by != execution:
         raise ApprovalRefused("approval was already used by another execution", approval_id=approval_id)
+    return row.approver_id, row.approver
 
 
-def approver_still_reviewer(s: Session, approval_id: str) -> None:
+def approver_still_reviewer(s: Session, approval_id: str, approver_id: str | None, approver: str) -> None:
     """In the pre-execute transaction: the approver is still an active reviewer (closed mode)."""
-    row = s.get(ApprovalRow, approval_id)
-    why = approver_lapse(s, row.approver_id, row.approver) if row is not None else None
+    why = approver_lapse(s, approver_id, approver)
     if why:
         raise ApproverLapsed(why, approval_id=approval_id)
 
@@ -203,39 +255,68 @@ def approver_still_reviewer(s: Session, approval_id: str) -> None:
 def ledger_pending(
     s: Session, key: str, state: AgentState, saga_id: str | None, now: datetime, until: datetime
 ) -> None:
-    row = s.get(LedgerRow, key, with_for_update=True)
+    """The key's ledger row `pending`, claimed until `until`: a new row, or a restartable one again."""
+    conn = s.connection()
+    row = conn.execute(_LEDGER_HELD, {"k": key}).first()
     if row is None:
-        s.add(
-            LedgerRow(
-                key=key,
-                tool=state.tool,
-                saga_id=saga_id,
-                args_digest=state.args_digest,
-                status=LedgerStatus.PENDING,
-                claimed_until=until,
-            )
+        # A concurrent first call inserts the same key: one of the two fails on the primary key.
+        conn.execute(
+            _LEDGER_NEW,
+            {
+                "key": key,
+                "tool": state.tool,
+                "saga_id": saga_id,
+                "args_digest": state.args_digest,
+                "status": LedgerStatus.PENDING.value,
+                "attempts": 1,
+                "claimed_until": until,
+                "created_at": now,
+                "updated_at": now,
+            },
         )
-        s.flush()
         return
-    if row.args_digest != state.args_digest:
+    args_digest, status, claimed_until = row
+    if args_digest != state.args_digest:
         raise IdempotencyConflict(f"key {key} was used with other arguments", key=key)
-    if (
-        row.status == LedgerStatus.PENDING
-        and row.claimed_until is not None
-        and aware(row.claimed_until) > now
-    ):
+    if status == LedgerStatus.PENDING and claimed_until is not None and aware(claimed_until) > now:
         raise KeyInFlight(f"key {key} is in flight", key=key)
-    if row.status not in RESTARTABLE:
-        raise IdempotencyConflict(f"key {key} is {row.status}", key=key)
-    row.status = LedgerStatus.PENDING
-    row.attempts += 1
-    row.claimed_until = until
-    row.updated_at = now
-    s.add(row)
+    if status not in RESTARTABLE:
+        raise IdempotencyConflict(f"key {key} is {status}", key=key)
+    conn.execute(_LEDGER_AGAIN, {"k": key, "b_until": until, "b_now": now})
+
+
+def finish_ledger(s: Session, key: str, status: str, result: dict[str, Any] | None, event_id: str) -> None:
+    """The key's outcome on its ledger row (none there: nothing to finish)."""
+    values = {"k": key, "b_status": status, "b_result": result, "b_event": event_id, "b_now": utcnow()}
+    s.connection().execute(_LEDGER_FINISH, values)
+
+
+def add_checkpoint(s: Session, saga_id: str | None, state: AgentState) -> None:
+    """The state before a side effect, chained onto the saga's last checkpoint (the
+    caller holds the saga's lock, so the chain cannot fork)."""
+    conn = s.connection()
+    if saga_id is not None:
+        found = conn.execute(_CHECKPOINT_HEAD, {"saga_id": saga_id}).scalar()
+    else:
+        found = conn.execute(_LOOSE_CHECKPOINT_HEAD).scalar()
+    prev_hash = found or GENESIS
+    conn.execute(
+        _CHECKPOINT_NEW,
+        {
+            "saga_id": saga_id,
+            "event_id": state.event_id,
+            "step": state.step,
+            "state": state.model_dump(mode="json"),
+            "prev_hash": prev_hash,
+            "hash": chain_hash(prev_hash, state),
+            "created_at": utcnow(),
+        },
+    )
 
 
 __all__ = [
     "CallTx",
+    "add_checkpoint",
     "approval_of",
     "approval_row",
     "approval_view",
@@ -243,6 +324,7 @@ __all__ = [
     "aware",
     "call_unit",
     "consume_approval",
+    "finish_ledger",
     "ledger_pending",
     "ledger_row",
     "read_for_authorization",

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, col, select
+from sqlmodel import Session
 
 from orchestrator.core.errors import (
     IdempotencyConflict,
@@ -22,7 +22,7 @@ from orchestrator.core.errors import (
 )
 from orchestrator.harness.approvals import ApprovalView
 from orchestrator.harness.budget import Charge
-from orchestrator.harness.checkpoints import GENESIS, AgentState, chain_hash
+from orchestrator.harness.checkpoints import AgentState
 from orchestrator.harness.ledger_status import LedgerStatus
 from orchestrator.harness.ports import NO_READS, AuthorizationReads, EventTimes, LedgerView
 from orchestrator.store import harness_rows as rows
@@ -31,9 +31,7 @@ from orchestrator.store.db import UnitOfWork, unit_of_work
 from orchestrator.store.events import add_event, hold_chain, insert_event
 from orchestrator.store.harness_rows import approval_row, approval_view
 from orchestrator.store.tables import (
-    CheckpointRow,
     LedgerRow,
-    SagaRow,
     new_id,
     utcnow,
 )
@@ -95,7 +93,7 @@ class SqlHarnessStore:
         with rows.call_unit(self.engine, tx) as uow:
             if charge is not None:
                 charge_budget(uow.session, charge)
-            row = add_event(
+            event_id = insert_event(
                 uow.session,
                 saga_id=saga_id,
                 actor=actor,
@@ -108,7 +106,7 @@ class SqlHarnessStore:
             )
             if hook is not None:
                 hook(uow)
-            return row.event_id
+            return event_id
 
     def begin_effect(
         self,
@@ -130,34 +128,19 @@ class SqlHarnessStore:
             with rows.call_unit(self.engine, tx) as uow:
                 s = uow.session
                 if saga_id is not None:
-                    # Serialize effects of one saga: the checkpoint chain never forks.
-                    s.get(SagaRow, saga_id, with_for_update=True)
+                    # Serialize effects of one saga (its row's lock): the chains never fork.
+                    hold_chain(s, saga_id)
                 if guard is not None:
                     guard(uow)
                 if charge is not None:
                     charge_budget(s, charge)
                 if approval_id is not None:
-                    rows.consume_approval(s, approval_id, execution or "", now)
-                    rows.approver_still_reviewer(s, approval_id)
+                    approver = rows.consume_approval(s, approval_id, execution or "", now)
+                    rows.approver_still_reviewer(s, approval_id, *approver)
                 if key:
                     rows.ledger_pending(s, key, state, saga_id, now, now + timedelta(seconds=claim_seconds))
-                prev = s.exec(
-                    select(CheckpointRow.hash)
-                    .where(CheckpointRow.saga_id == saga_id)
-                    .order_by(col(CheckpointRow.seq).desc())
-                ).first()
-                prev_hash = prev or GENESIS
-                s.add(
-                    CheckpointRow(
-                        saga_id=saga_id,
-                        event_id=state.event_id,
-                        step=state.step,
-                        state=state.model_dump(mode="json"),
-                        prev_hash=prev_hash,
-                        hash=chain_hash(prev_hash, state),
-                    )
-                )
-                add_event(
+                rows.add_checkpoint(s, saga_id, state)
+                insert_event(
                     s,
                     event_id=state.event_id,
                     saga_id=saga_id,
@@ -186,18 +169,11 @@ class SqlHarnessStore:
             s = uow.session
             if event.get("saga_id") is not None:
                 hold_chain(s, event["saga_id"])  # the saga before the ledger row, as begin_effect locks them
-            row = s.get(LedgerRow, key, with_for_update=True)
-            if row is not None:
-                row.status = ledger_status
-                row.result = result
-                row.updated_at = utcnow()
-                s.add(row)
-            ev = add_event(s, **event)
-            if row is not None:
-                row.event_id = ev.event_id
+            event_id = insert_event(s, **event)
+            rows.finish_ledger(s, key, ledger_status, result, event_id)
             if hook is not None and ledger_status == LedgerStatus.DONE:
                 hook(uow)
-            return ev.event_id
+            return event_id
 
     def reconcile(
         self,

@@ -1,7 +1,8 @@
 """One writer per record: the ledger only through its store adapters, events only through
 `orchestrator/store/events.py`. Read from the source with `ast`, for every product module.
 
-A write is: constructing the row class, `insert`/`update`/`delete` on it (or its table),
+A write is: constructing the row class, `insert`/`update`/`delete` on it (or its table, also
+under a name of its own: `_LEDGER = LedgerRow.__table__; insert(_LEDGER)`),
 assigning an attribute of a value read through it (`row = s.get(LedgerRow, key); row.status = …`,
 loops over such values included), `setattr` on one, or raw SQL that writes the table.
 """
@@ -23,7 +24,12 @@ WRITERS = {
         "evaluation/memory_store.py",  # the in-memory adapter (its own rows)
         "bench/prune.py",  # seeds synthetic finished sagas in bulk SQL for the prune benchmark
     },
-    "EventRow": {"orchestrator/store/events.py", "bench/prune.py"},
+    "EventRow": {
+        "orchestrator/store/events.py",
+        "bench/prune.py",
+        # `pressroom prune`: a finished saga's events past retention go, a snapshot stays.
+        "orchestrator/retention.py",
+    },
 }
 TABLES = {"LedgerRow": "ledger", "EventRow": "events"}
 WRITE_CALLS = {"insert", "update", "delete"}
@@ -56,8 +62,8 @@ def _call_write(node: ast.Call, row_class: str, aliases: set[str], bound: set[st
     name = fn.id if isinstance(fn, ast.Name) else fn.attr if isinstance(fn, ast.Attribute) else ""
     if name in aliases:
         return f"constructs {row_class}"
-    if name in WRITE_CALLS and node.args and _mentions(node.args[0], aliases):
-        return f"{name}({row_class})"
+    if name in WRITE_CALLS and node.args and _mentions(node.args[0], aliases | bound):
+        return f"{name}({row_class})"  # the class, or its table under another name
     if name == "setattr" and node.args and _mentions(node.args[0], bound):
         return f"setattr on a {row_class}"
     return None

@@ -273,3 +273,57 @@ def test_ties_beyond_the_search_window_keep_corpus_order(tmp_path: Path) -> None
         assert index.evidence("windmill", limit=limit) == collect_evidence(
             "windmill", load_corpus(corpus), limit=limit
         )
+
+
+def test_an_index_file_stays_open_across_calls_of_one_thread(tmp_path: Path) -> None:
+    indexes = CorpusIndexes(tmp_path / "index")
+    index = indexes.for_corpus(SAMPLE)
+    with indexes.connections.opened(index.file) as first:
+        pass
+    # Another `CorpusIndex` of the same folder (as every tool call makes) shares it.
+    indexes.for_corpus(SAMPLE).source("overview.md")
+    with indexes.connections.opened(index.file) as again:
+        assert again is first
+
+
+def test_an_index_file_removed_while_open_is_opened_again(tmp_path: Path) -> None:
+    indexes = CorpusIndexes(tmp_path / "index")
+    index = indexes.for_corpus(SAMPLE)
+    before = index.source("overview.md")
+    for leftover in index.file.parent.glob(index.file.name + "*"):
+        leftover.unlink()
+    again = indexes.for_corpus(SAMPLE).source("overview.md")
+    assert again == before
+    assert index.file.is_file()  # written anew, not into the unlinked file
+
+
+def test_an_index_file_replaced_by_garbage_while_open_is_a_clear_error(tmp_path: Path) -> None:
+    indexes = CorpusIndexes(tmp_path / "index")
+    indexes.for_corpus(SAMPLE).source("overview.md")
+    index = indexes.for_corpus(SAMPLE)
+    for leftover in index.file.parent.glob(index.file.name + "*"):
+        leftover.unlink()
+    index.file.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(InvalidInput, match="corpus index"):
+        index.source("overview.md")
+    # The failed call closed its connection: a repaired file is used by the next one.
+    index.file.unlink()
+    assert index.source("overview.md").path == "overview.md"
+
+
+def test_each_thread_opens_its_own_connection(tmp_path: Path) -> None:
+    import threading
+
+    indexes = CorpusIndexes(tmp_path / "index")
+    file = indexes.for_corpus(SAMPLE).file
+    seen: list[object] = []
+
+    def use() -> None:
+        with indexes.connections.opened(file) as db:
+            seen.append(db)
+
+    use()
+    worker = threading.Thread(target=use)
+    worker.start()
+    worker.join()
+    assert len(seen) == 2 and seen[0] is not seen[1]
