@@ -2,8 +2,10 @@
 
     .venv/bin/python bench/e2e_throughput.py [--sagas 100] [--mixes site,webhook,mixed]
         [--webhook-delay 0.5] [--dbos-workflows 600] [--no-dbos] [--no-write]
+        [--pool solo] [--concurrency N]
 
-Setup: Redis (`BENCH_REDIS_URL`, flushed) and a fresh PostgreSQL database on
+Setup: a redis-server of the run's own on a free port (or `BENCH_REDIS_URL`,
+flushed, when set) and a fresh PostgreSQL database on
 the shared server (`BENCH_DATABASE_URL`'s server, dropped at the end), tracing
 off. Processes, all started by this script as the shipped CLI: `pressroom
 relay` and `pressroom worker --pool solo`, which with no `--queues` is two
@@ -47,14 +49,17 @@ two as a ratio.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -171,7 +176,7 @@ class MixResult:
 
 
 class Bench:
-    def __init__(self, db_url: str, workdir: Path, opts: argparse.Namespace) -> None:
+    def __init__(self, db_url: str, broker_url: str, workdir: Path, opts: argparse.Namespace) -> None:
         from orchestrator.bootstrap import build_app
         from orchestrator.core.config import Settings
 
@@ -180,10 +185,10 @@ class Bench:
         self.opts = opts
         self.env = bench_env(
             PRESSROOM_DATABASE_URL=db_url,
-            PRESSROOM_BROKER_URL=REDIS_URL,
+            PRESSROOM_BROKER_URL=broker_url,
             PRESSROOM_SECRET="bench-secret",
         )
-        self.settings = Settings(database_url=db_url, broker_url=REDIS_URL, secret="bench-secret")
+        self.settings = Settings(database_url=db_url, broker_url=broker_url, secret="bench-secret")
         self.app = build_app(self.settings)  # the schema exists before any process starts
         self.corpus = workdir / "corpus"
         shutil.copytree(CORPUS, self.corpus)
@@ -538,14 +543,19 @@ def main() -> None:
 
         meta["dbos_version"] = version("dbos")
         dbos.append(run_dbos_throughput(opts.dbos_workflows))
-    flush_redis(REDIS_URL)
     workdir = Path(tempfile.mkdtemp(prefix="bench-e2e-"))
     results: list[MixResult] = []
     with (
+        broker(workdir) as broker_url,
         pg_database("pressroom_bench_e2e") as db_url,
         WebhookServer("stall", stall_seconds=opts.webhook_delay) as hook,
     ):
-        bench = Bench(db_url, workdir, opts)
+        meta["broker_kind"] = (
+            "`BENCH_REDIS_URL`, flushed"
+            if os.environ.get("BENCH_REDIS_URL")
+            else "a redis-server of the run's own on a free port"
+        )
+        bench = Bench(db_url, broker_url, workdir, opts)
         try:
             relay = bench.start("relay", "relay")
             sizing = ["--concurrency", str(opts.concurrency)] if opts.concurrency else []
@@ -574,7 +584,6 @@ def main() -> None:
     if use_dbos:
         dbos.append(run_dbos_throughput(opts.dbos_workflows))
     shutil.rmtree(workdir, ignore_errors=True)
-    flush_redis(REDIS_URL)
     body = report(results, dbos, opts, meta)
     print(body)
     if opts.no_write:
@@ -591,9 +600,27 @@ def main() -> None:
     print(f"\nwrote section '## {TITLE}' of docs/benchmarks.md")
 
 
+@contextlib.contextmanager
+def broker(workdir: Path) -> Iterator[str]:
+    """`BENCH_REDIS_URL` (flushed) when set; else a redis-server of this run's own on a free port, so
+    that no other process (a run before this one, a test suite) takes this run's messages."""
+    if os.environ.get("BENCH_REDIS_URL"):
+        flush_redis(REDIS_URL)
+        yield REDIS_URL
+        flush_redis(REDIS_URL)
+        return
+    from tests.support.processes import redis_server
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with redis_server(port, workdir):
+        yield f"redis://127.0.0.1:{port}/0"
+
+
 def explain(opts: argparse.Namespace, meta: dict[str, Any]) -> str:
     return (
-        f"Redis broker (db {REDIS_URL.rsplit('/', 1)[-1]}, flushed) and a fresh database on the local"
+        f"Redis broker ({meta.get('broker_kind', 'a redis-server of its own')}) and a fresh database on the local"
         " PostgreSQL server, tracing off. Processes started by the bench with the shipped CLI:"
         " `pressroom relay` and `pressroom worker --pool solo`, which without `--queues` is two worker"
         " processes — researcher, writer and reviewer in one solo process, the publisher in its own on its"
