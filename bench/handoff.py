@@ -503,7 +503,7 @@ PARTS = [
     ("producer: send_task to Redis", "send"),
     ("broker → worker starts the task (task_prerun)", "transit"),
     ("consumer: task wrapper, Envelope/Handoff parsing, process span", "wrapper"),
-    ("consumer: 1st transaction opens (pool checkout, pre-ping) + inbox SELECT", "inbox_check"),
+    ("consumer: 1st transaction opens (pool checkout) + inbox SELECT", "inbox_check"),
     ("consumer: lease UPDATE … RETURNING", "claim"),
     ("consumer: lease's SET LOCAL synchronous_commit = off + commit (none when folded)", "lease_commit"),
     ("consumer: handler + inbox row + work done + event, durable commit", "consumer_commit"),
@@ -743,7 +743,7 @@ transaction, shown only in its total):
 
 The cost of one small transaction on this server, measured from the bench process right after the paths
 above (the four kinds alternated, 200 each after 20 warm-up; the `unit_of_work` rows check a connection
-out of the app's pool, with its pre-ping):
+out of the app's pool, which has no pre-ping):
 
 {commit_table}
 """

@@ -448,7 +448,7 @@ path's median ÷ the bare median (1.00× for the baseline).
 *SQL statements / call* and *connections / call* are counted with SQLAlchemy events on the app's engine
 (`before_cursor_execute`: on SQLite this includes the explicit `BEGIN`; a connection is a pool checkout —
 both engines are pooled, SQLite's connections keep their PRAGMAs and the WAL stays open between
-sessions, PostgreSQL's are checked with a pre-ping on every checkout).
+sessions; PostgreSQL's pool has no pre-ping: a checkout is a connection taken from the pool, no round trip).
 
 {out}
 
