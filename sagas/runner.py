@@ -125,8 +125,9 @@ class SagaRunner:
     def handle(self, handoff: Handoff, holder: str) -> Finalizer:
         """Drive the saga until it finishes, waits for a person, or must be asked again later."""
         learned = Round()
-        for _ in range(MAX_ROUNDS):
-            self.renew(handoff.work_id, holder)
+        for rounds in range(MAX_ROUNDS):
+            if rounds:  # the first round starts right after the lease was taken
+                self.renew(handoff.work_id, holder)
             with self.transact() as uow:
                 saga = records.load_saga(uow.session, handoff.saga_id, lock=True)
                 head = records.head(uow.session, saga)

@@ -28,7 +28,7 @@ from sqlalchemy import select as core_select
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from orchestrator.store.db import unit_of_work
+from orchestrator.store.db import relaxed_commit, unit_of_work
 from orchestrator.store.tables import WorkRow, utcnow
 
 
@@ -86,6 +86,15 @@ _COMPLETE = (
     )
     .values(done_at=bindparam("now"))
 )
+_RENEW = (
+    update(_WORK)
+    .where(
+        _WORK.c.id == bindparam("work_id"),
+        _WORK.c.holder == bindparam("held_by"),
+        _WORK.c.done_at.is_(None),
+    )
+    .values(lease_until=bindparam("until"))
+)
 
 
 def claim_lease(session: Session, work_id: str, holder: str, lease: float) -> int | None:
@@ -109,13 +118,17 @@ def take_lease(engine: Engine, work_id: str, holder: str, lease: float) -> int |
 
 
 def renew_lease(engine: Engine, work_id: str, holder: str, lease: float) -> bool:
+    """Push the lease of work we hold `lease` seconds out; False when it is not ours (any more).
+
+    Committed relaxed, as the lease's claim is: a renewal a crash loses lets the
+    lease run out sooner, and the sweeper sends the work again."""
     with unit_of_work(engine) as uow:
-        done = uow.session.execute(
-            update(WorkRow)
-            .where(col(WorkRow.id) == work_id, col(WorkRow.holder) == holder, col(WorkRow.done_at).is_(None))
-            .values(lease_until=utcnow() + timedelta(seconds=lease))
+        relaxed_commit(uow.session)
+        until = utcnow() + timedelta(seconds=lease)
+        done = uow.session.connection().execute(
+            _RENEW, {"work_id": work_id, "held_by": holder, "until": until}
         )
-        return bool(done.rowcount == 1)  # type: ignore[attr-defined]
+        return done.rowcount == 1
 
 
 def complete(session: Session, work_id: str, holder: str) -> bool:
