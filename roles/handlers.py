@@ -9,7 +9,7 @@ next state with the next handoff, in the consumer's transaction.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
@@ -90,14 +90,36 @@ class Stopped(NamedTuple):
         return self.reason
 
 
-def _run(ports: RolePorts, role: str, handoff: Handoff, planner: Planner) -> Stopped | None:
-    """Run the planner; why it stopped early, or None when it finished."""
+class Run(NamedTuple):
+    """A role's loop: why it stopped early (None: it finished), and its `loop_stopped` event."""
+
+    stopped: Stopped | None
+    stop_event: dict[str, Any]
+
+    def then(self, ports: RolePorts, finalize: Finalizer) -> Finalizer:
+        """`finalize`, writing the loop's stop first in the same transaction: the stop
+        commits with what the loop made (or its failure), and a run whose result is
+        not kept (a duplicate, a lost lease) leaves no stop behind."""
+        if not self.stop_event:
+            return finalize
+        store, event = ports.tools.store, self.stop_event
+
+        def with_stop(uow: UnitOfWork) -> None:
+            store.record_event(**event, tx=uow)
+            finalize(uow)
+
+        return with_stop
+
+
+def _run(ports: RolePorts, role: str, handoff: Handoff, planner: Planner) -> Run:
+    """Run the planner (its stop is written by the finalizer `Run.then` wraps)."""
     try:
         caller = _caller(role, handoff)
     except PolicyRefused as exc:
-        return Stopped(str(exc))
-    outcome = run_loop(ports.tools, planner, caller, LIMITS)
-    return None if outcome.finished else Stopped(outcome.stop_reason, outcome.exhausted)
+        return Run(Stopped(str(exc)), {})
+    outcome = run_loop(ports.tools, planner, caller, LIMITS, record_stop=False)
+    stopped = None if outcome.finished else Stopped(outcome.stop_reason, outcome.exhausted)
+    return Run(stopped, outcome.stop_event)
 
 
 def _spent(saga_id: str, role: str, stopped: Stopped | None) -> Finalizer | None:
@@ -122,11 +144,14 @@ def research_handler(ports: RolePorts, handoff: Handoff, holder: str) -> Finaliz
     if refused := _wider_than_role("researcher", handoff):
         return refused
     planner = ResearchPlanner(handoff.saga_id)
-    stopped = _run(ports, "researcher", handoff, planner)
+    run = _run(ports, "researcher", handoff, planner)
+    stopped = run.stopped
     if spent := _spent(handoff.saga_id, "researcher", stopped):
-        return spent
+        return run.then(ports, spent)
     if stopped or planner.evidence is None:
-        return _fail(handoff.saga_id, "researcher", f"research stopped: {stopped or 'no evidence'}")
+        return run.then(
+            ports, _fail(handoff.saga_id, "researcher", f"research stopped: {stopped or 'no evidence'}")
+        )
     evidence = Evidence.model_validate(planner.evidence)
     if not evidence.passages:
         why = "no passage in the corpus matches the brief"
@@ -134,7 +159,7 @@ def research_handler(ports: RolePorts, handoff: Handoff, holder: str) -> Finaliz
             why = "the corpus has no readable .md or .txt file"
             if evidence.skipped:
                 why += " (skipped: " + "; ".join(f"{s.path}: {s.reason}" for s in evidence.skipped[:5]) + ")"
-        return _fail(handoff.saga_id, "researcher", why)
+        return run.then(ports, _fail(handoff.saga_id, "researcher", why))
 
     def finalize(uow: UnitOfWork) -> None:
         digest = store_artifact(uow.session, handoff.saga_id, "evidence", evidence)
@@ -146,7 +171,7 @@ def research_handler(ports: RolePorts, handoff: Handoff, holder: str) -> Finaliz
             capabilities=tuple(sorted(ROLE_CAPABILITIES[TASKS[DRAFT]])),
         )
 
-    return finalize
+    return run.then(ports, finalize)
 
 
 def _ref(handoff: Handoff, kind: str) -> str | None:
@@ -171,12 +196,13 @@ def draft_handler(ports: RolePorts, handoff: Handoff, holder: str) -> Finalizer:
         WriterPlanner(handoff.saga_id, evidence_digest, handoff.round, _ref(handoff, "review"), handoff.note),
         registry=ports.catalogue,
     )
-    stopped = _run(ports, "writer", handoff, planner)
+    run = _run(ports, "writer", handoff, planner)
+    stopped = run.stopped
     if spent := _spent(handoff.saga_id, "writer", stopped):
-        return spent
+        return run.then(ports, spent)
     if stopped or planner.result is None:
         why = stopped or getattr(planner, "failure", None) or "no draft"
-        return _fail(handoff.saga_id, "writer", f"writing stopped: {why}")
+        return run.then(ports, _fail(handoff.saga_id, "writer", f"writing stopped: {why}"))
     draft_digest = str(planner.result["draft_digest"])
 
     def finalize(uow: UnitOfWork) -> None:
@@ -214,7 +240,7 @@ def draft_handler(ports: RolePorts, handoff: Handoff, holder: str) -> Finalizer:
             capabilities=tuple(sorted(ROLE_CAPABILITIES[TASKS[REVIEW]])),
         )
 
-    return finalize
+    return run.then(ports, finalize)
 
 
 def review_handler(ports: RolePorts, handoff: Handoff, holder: str) -> Finalizer:
@@ -228,11 +254,14 @@ def review_handler(ports: RolePorts, handoff: Handoff, holder: str) -> Finalizer
     if refused := _wider_than_role("reviewer", handoff):
         return refused
     planner = ReviewPlanner(handoff.saga_id, number, digest, sources)
-    stopped = _run(ports, "reviewer", handoff, planner)
+    run = _run(ports, "reviewer", handoff, planner)
+    stopped = run.stopped
     if spent := _spent(handoff.saga_id, "reviewer", stopped):
-        return spent
+        return run.then(ports, spent)
     if stopped or planner.result is None:
-        return _fail(handoff.saga_id, "reviewer", f"review stopped: {stopped or 'no report'}")
+        return run.then(
+            ports, _fail(handoff.saga_id, "reviewer", f"review stopped: {stopped or 'no report'}")
+        )
     review_digest = str(planner.result["review_digest"])
     max_rounds = ports.settings.max_review_rounds
 
@@ -284,7 +313,7 @@ def review_handler(ports: RolePorts, handoff: Handoff, holder: str) -> Finalizer
             capabilities=tuple(sorted(ROLE_CAPABILITIES[TASKS[DRAFT]])),
         )
 
-    return finalize
+    return run.then(ports, finalize)
 
 
 __all__ = ["RolePorts", "capabilities_for", "draft_handler", "research_handler", "review_handler"]

@@ -170,7 +170,11 @@ class CallTx:
 
 @contextmanager
 def call_unit(engine: Engine, tx: Any) -> Iterator[UnitOfWork]:
-    """The call's transaction on its pinned connection when given, else a unit of work of its own."""
+    """The call's transaction on its pinned connection when given, the caller's unit
+    of work when one is given (it commits with the caller), else one of its own."""
+    if isinstance(tx, UnitOfWork):
+        yield tx
+        return
     if not isinstance(tx, CallTx):
         with unit_of_work(engine) as uow:
             yield uow

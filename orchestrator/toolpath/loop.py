@@ -1,7 +1,9 @@
 """The bounded agent loop (invariant 9): steps, retries, deadline, budget.
 
 A planner proposes; the harness decides; the result goes back to the planner
-as data. Every stop writes its reason as an event.
+as data. Every stop writes its reason as an event (`loop_stopped`): at once,
+or, with `record_stop=False`, in the caller's own transaction (a role writes
+it with its handoff's result, so the stop commits with what the loop made).
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from orchestrator.core.errors import RetryLater
 from orchestrator.harness.ports import Planner
@@ -41,6 +44,8 @@ class LoopOutcome:
     budget_left: int = 0
     # Stopped because the saga's durable budget is spent (`Refusal.BUDGET_EXHAUSTED`).
     exhausted: bool = False
+    # The `loop_stopped` event's fields (`HarnessStore.record_event` keywords).
+    stop_event: dict[str, Any] = field(default_factory=dict)
 
     @property
     def finished(self) -> bool:
@@ -55,6 +60,7 @@ def run_loop(
     *,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
+    record_stop: bool = True,
 ) -> LoopOutcome:
     limits = limits or LoopLimits()
     transcript: list[DataEnvelope] = []
@@ -105,14 +111,16 @@ def run_loop(
         else:
             errors = 0
     outcome.stop_reason = reason
-    harness.store.record_event(
-        saga_id=caller.saga_id,
-        actor=caller.actor,
-        kind="loop_stopped",
-        status="finished" if outcome.finished else "stopped",
-        detail={"reason": reason, "steps": outcome.steps, "budget_left": outcome.budget_left}
+    outcome.stop_event = {
+        "saga_id": caller.saga_id,
+        "actor": caller.actor,
+        "kind": "loop_stopped",
+        "status": "finished" if outcome.finished else "stopped",
+        "detail": {"reason": reason, "steps": outcome.steps, "budget_left": outcome.budget_left}
         | _tokens(planner),
-    )
+    }
+    if record_stop:
+        harness.store.record_event(**outcome.stop_event)
     return outcome
 
 
