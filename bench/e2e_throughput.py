@@ -52,7 +52,6 @@ import argparse
 import contextlib
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -376,10 +375,6 @@ class Bench:
 # -- DBOS ---------------------------------------------------------------------------------------
 
 
-def run_dbos_throughput(workflows: int) -> dict[str, Any]:
-    return run_dbos("--workflows", str(workflows))
-
-
 # -- the report -----------------------------------------------------------------------------------
 
 
@@ -542,7 +537,7 @@ def main() -> None:
         from importlib.metadata import version
 
         meta["dbos_version"] = version("dbos")
-        dbos.append(run_dbos_throughput(opts.dbos_workflows))
+        dbos.append(run_dbos("--workflows", str(opts.dbos_workflows)))
     workdir = Path(tempfile.mkdtemp(prefix="bench-e2e-"))
     results: list[MixResult] = []
     with (
@@ -582,7 +577,7 @@ def main() -> None:
         finally:
             bench.stop_all()
     if use_dbos:
-        dbos.append(run_dbos_throughput(opts.dbos_workflows))
+        dbos.append(run_dbos("--workflows", str(opts.dbos_workflows)))
     shutil.rmtree(workdir, ignore_errors=True)
     body = report(results, dbos, opts, meta)
     print(body)
@@ -610,10 +605,9 @@ def broker(workdir: Path) -> Iterator[str]:
         flush_redis(REDIS_URL)
         return
     from tests.support.processes import redis_server
+    from tests.support.web import free_port
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     with redis_server(port, workdir):
         yield f"redis://127.0.0.1:{port}/0"
 
