@@ -22,8 +22,10 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from sqlmodel import Session, select
+from sqlalchemy import Connection, Table, bindparam, select
+from sqlmodel import Session
 
 from orchestrator.core.errors import Refused
 from orchestrator.harness.digests import business_key, text_digest
@@ -45,8 +47,40 @@ COMPENSABLE: dict[SagaState, frozenset[str]] = {
 FILE_SCHEMES = ("site", "git")
 
 
-def _saga(session: Session, saga_id: str, destination: str) -> SagaRow:
-    saga = session.get(SagaRow, saga_id)
+_SAGAS: Table = SagaRow.__table__  # type: ignore[attr-defined]
+_VERSIONS: Table = VersionRow.__table__  # type: ignore[attr-defined]
+_STEPS: Table = StepRow.__table__  # type: ignore[attr-defined]
+# Prebuilt and narrow: the columns each check reads, no more (the markdown only where it is hashed).
+_SAGA = select(
+    _SAGAS.c.id, _SAGAS.c.state, _SAGAS.c.destinations, _SAGAS.c.head_version, _SAGAS.c.cancel_requested_by
+).where(_SAGAS.c.id == bindparam("saga_id"))
+_VERSION_NUMBER = select(_VERSIONS.c.number).where(
+    _VERSIONS.c.saga_id == bindparam("saga_id"), _VERSIONS.c.digest == bindparam("digest")
+)
+_VERSION_BYTES = select(_VERSIONS.c.number, _VERSIONS.c.markdown).where(
+    _VERSIONS.c.saga_id == bindparam("saga_id"), _VERSIONS.c.digest == bindparam("digest")
+)
+_FAILED_STEP = (
+    select(_STEPS.c.uri)
+    .where(_STEPS.c.saga_id == bindparam("saga_id"), _STEPS.c.state == "failed")
+    .order_by(_STEPS.c.position)
+    .limit(1)
+)
+_STEP = select(_STEPS.c.state, _STEPS.c.idempotency_key).where(
+    _STEPS.c.saga_id == bindparam("saga_id"), _STEPS.c.uri == bindparam("uri")
+)
+
+
+def _reads(session: Session) -> Connection:
+    """The transaction's connection, with whatever the session holds written first: a check
+    joined to a caller's unit of work sees that unit's own changes."""
+    session.flush()
+    return session.connection()
+
+
+def _saga(conn: Connection, saga_id: str, destination: str) -> Any:
+    """The saga's id, state, destinations, head version and cancel request (one row)."""
+    saga = conn.execute(_SAGA, {"saga_id": saga_id}).first()
     if saga is None:
         raise Refused(f"no saga {saga_id!r}; nothing was sent", saga_id=saga_id)
     if destination not in saga.destinations:
@@ -56,42 +90,40 @@ def _saga(session: Session, saga_id: str, destination: str) -> SagaRow:
     return saga
 
 
-def _version(session: Session, saga: SagaRow, digest: str) -> VersionRow:
-    version = session.exec(
-        select(VersionRow).where(VersionRow.saga_id == saga.id, VersionRow.digest == digest)
-    ).first()
-    if version is None:
+def _version_number(conn: Connection, saga_id: str, digest: str) -> int:
+    number = conn.execute(_VERSION_NUMBER, {"saga_id": saga_id, "digest": digest}).scalar()
+    if number is None:
         raise Refused(
-            f"saga {saga.id} has no version with digest {digest[:12]}…; nothing was sent", saga_id=saga.id
+            f"saga {saga_id} has no version with digest {digest[:12]}…; nothing was sent", saga_id=saga_id
         )
-    return version
+    return int(number)
 
 
 def publish_bound(session: Session, saga_id: str, destination: str, digest: str) -> None:
     """`publish` names a destination of an approved or executing saga, and its head version."""
-    saga = _saga(session, saga_id, destination)
+    conn = _reads(session)
+    saga = _saga(conn, saga_id, destination)
     if SagaState(saga.state) not in PUBLISH_STATES:
         raise Refused(
             f"saga {saga.id} is {saga.state}; publishing needs approved or executing", saga_id=saga.id
         )
-    if _version(session, saga, digest).number != saga.head_version:
+    if _version_number(conn, saga.id, digest) != saga.head_version:
         raise Refused(f"digest {digest[:12]}… is not the head version of saga {saga.id}", saga_id=saga.id)
     # Halted: nothing more is published in this execution, whoever calls.
     if saga.cancel_requested_by:
         raise Refused(
             f"saga {saga.id}: a cancel was asked for by {saga.cancel_requested_by}; nothing was sent"
         )
-    failed = session.exec(
-        select(StepRow).where(StepRow.saga_id == saga.id, StepRow.state == "failed")
-    ).first()
+    failed = conn.execute(_FAILED_STEP, {"saga_id": saga.id}).scalar()
     if failed is not None:
-        raise Refused(f"saga {saga.id}: step {failed.uri} failed; nothing more is published until a retry")
+        raise Refused(f"saga {saga.id}: step {failed} failed; nothing more is published until a retry")
 
 
 def status_bound(session: Session, saga_id: str, destination: str, digest: str) -> None:
     """`publish.status` asks only about a destination the saga holds, while it publishes or is reconciled."""
-    saga = _saga(session, saga_id, destination)
-    _version(session, saga, digest)
+    conn = _reads(session)
+    saga = _saga(conn, saga_id, destination)
+    _version_number(conn, saga.id, digest)
     if SagaState(saga.state) not in STATUS_STATES:
         raise Refused(
             f"saga {saga.id} is {saga.state}; its destinations are asked only while it publishes "
@@ -102,9 +134,10 @@ def status_bound(session: Session, saga_id: str, destination: str, digest: str) 
 
 def compensate_bound(session: Session, saga_id: str, destination: str, digest: str) -> None:
     """`publish.compensate` undoes only a step of this saga, in a state where its runner would."""
-    saga = _saga(session, saga_id, destination)
+    conn = _reads(session)
+    saga = _saga(conn, saga_id, destination)
     key = business_key(saga.id, destination, digest)
-    step = session.exec(select(StepRow).where(StepRow.saga_id == saga.id, StepRow.uri == destination)).first()
+    step = conn.execute(_STEP, {"saga_id": saga.id, "uri": destination}).first()
     if step is None or step.idempotency_key != key:
         raise Refused(f"saga {saga.id} has no step {destination} under this version; nothing was undone")
     allowed = COMPENSABLE.get(SagaState(saga.state), frozenset())
@@ -120,9 +153,7 @@ def compensate_bound(session: Session, saga_id: str, destination: str, digest: s
 
 def bytes_match(session: Session, saga_id: str, digest: str) -> None:
     """The markdown about to be sent hashes, now, to the approved digest."""
-    version = session.exec(
-        select(VersionRow).where(VersionRow.saga_id == saga_id, VersionRow.digest == digest)
-    ).first()
+    version = _reads(session).execute(_VERSION_BYTES, {"saga_id": saga_id, "digest": digest}).first()
     if version is None:
         raise Refused(f"saga {saga_id} has no version with digest {digest[:12]}…; nothing was sent")
     check_bytes(version.markdown, digest, version=version.number)

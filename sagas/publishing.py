@@ -24,6 +24,7 @@ from orchestrator.harness.digests import business_key
 from orchestrator.harness.links import LinkPolicy, describe, foreign_links
 from orchestrator.harness.spec import ProbeAnswer, ToolContext, ToolResult, ToolSpec, ToolStatus
 from orchestrator.store.db import UnitOfWork
+from orchestrator.store.events import hold_chain
 from orchestrator.store.tables import ApprovalRow, SagaRow, StepRow, VersionRow
 from sagas import effect_checks, records
 from sagas.destinations.base import Destination, PublishedVersion
@@ -207,16 +208,16 @@ class PublishingTools:
         if result.status is not ToolStatus.OK:
             return
         s = uow.session
-        saga = records.load_saga(s, args.saga_id, lock=True)
-        # The saga's steps, read once (the saga is locked): this one is updated
-        # (or created) in memory, and the done set is taken from the same list.
-        steps = records.steps(s, saga.id)
+        # The saga is locked (its chain, already held by the result's event), so its
+        # steps are read once; this one is updated (or created) in memory.
+        hold_chain(s, args.saga_id)
+        steps = records.steps(s, args.saga_id)
         step = next((st for st in steps if st.uri == args.destination), None)
         if step is None:
+            saga = records.load_saga(s, args.saga_id)
             step = StepRow(
                 saga_id=saga.id, uri=args.destination, position=saga.destinations.index(args.destination)
             )
-            steps.append(step)
         step.receipt = result.output if isinstance(result.output, dict) else {"value": result.output}
         step.idempotency_key = publish_key(args)
         step.version_digest = args.version_digest

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from sqlalchemy import bindparam
 from sqlmodel import Session, col, select
 
 from orchestrator.core.errors import InvalidInput, NotFound
@@ -84,6 +85,25 @@ def head(session: Session, saga: SagaRow) -> VersionRow | None:
     if saga.head_version == 0:
         return None
     return version(session, saga.id, saga.head_version)
+
+
+_HEAD_DIGEST = (
+    select(VersionRow.digest)
+    .where(VersionRow.saga_id == bindparam("saga_id"), VersionRow.number == bindparam("number"))
+    .limit(1)
+)
+
+
+def head_digest(session: Session, saga: SagaRow) -> str | None:
+    """The head version's digest alone (one narrow read: no markdown), None before the first version."""
+    if saga.head_version == 0:
+        return None
+    digest = (
+        session.connection().execute(_HEAD_DIGEST, {"saga_id": saga.id, "number": saga.head_version}).scalar()
+    )
+    if digest is None:
+        raise NotFound(f"saga {saga.id} has no version {saga.head_version}", saga_id=saga.id)
+    return str(digest)
 
 
 def version(session: Session, saga_id: str, number: int) -> VersionRow:
@@ -172,6 +192,7 @@ __all__ = [
     "add_version",
     "find_saga",
     "head",
+    "head_digest",
     "load_saga",
     "steps",
     "transition",

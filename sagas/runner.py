@@ -130,25 +130,26 @@ class SagaRunner:
                 self.renew(handoff.work_id, holder)
             with self.transact() as uow:
                 saga = records.load_saga(uow.session, handoff.saga_id, lock=True)
-                head = records.head(uow.session, saga)
-                if head is None:
+                digest = records.head_digest(uow.session, saga)
+                if digest is None:
                     return noop
                 steps = records.steps(uow.session, saga.id)
                 if saga.state == SagaState.EXECUTING and {s.uri for s in steps} != set(saga.destinations):
                     # Every destination has its step row before anything is decided about it.
-                    steps = start_execution(uow.session, saga, head.digest)
+                    steps = start_execution(uow.session, saga, digest)
                 self._record(uow.session, steps, learned)
-                command = decider.next_command(self._view(saga, head.digest, learned), step_views(steps))
+                command = decider.next_command(self._view(saga, digest, learned), step_views(steps))
+                if isinstance(command, StartExecution):
+                    # `executing` and the step rows commit with the first decision about them,
+                    # before any destination is called.
+                    steps = start_execution(uow.session, saga, digest)
+                    command = decider.next_command(self._view(saga, digest, learned), step_views(steps))
                 if isinstance(command, Wait):
                     return noop
-                if isinstance(command, StartExecution):
-                    start_execution(uow.session, saga, head.digest)
-                    continue
                 if isinstance(command, Transition):
                     self._transition(uow, saga, steps, command, learned)
                     return noop
-                caller = publisher_caller(saga, head.digest)
-                digest = head.digest
+                caller = publisher_caller(saga, digest)
             if isinstance(command, Publish):
                 self._publish(caller, saga.id, command.uris, digest, learned)
             elif isinstance(command, Compensate):

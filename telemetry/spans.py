@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import Enum
+from functools import lru_cache
 from pathlib import PurePath
 from typing import Final
 from urllib.parse import urlsplit, urlunsplit
@@ -78,8 +79,10 @@ def tracer() -> Tracer:
 # -- attributes ------------------------------------------------------------------
 
 
+@lru_cache(maxsize=1024)
 def is_sensitive_key(key: str) -> bool:
-    """True for attribute keys known to carry secrets or document text."""
+    """True for attribute keys known to carry secrets or document text (a pure function of the
+    key, remembered: the same few dozen keys are asked about on every span)."""
     for segment in key.lower().split("."):
         for word in SENSITIVE_WORDS:
             if segment == word or segment.endswith("_" + word):
