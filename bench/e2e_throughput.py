@@ -460,6 +460,8 @@ def report(
                     "×",
                 )
             )
+    elif opts.no_dbos:
+        text += "\n\nDBOS Transact was not run (`--no-dbos`): no comparison in this run."
     else:
         text += "\n\nDBOS Transact is not installed (`pip install -e '.[bench]'`): no comparison in this run."
     if "site" in by and "mixed" in by:
