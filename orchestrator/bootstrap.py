@@ -85,7 +85,9 @@ def build_app(
     from roles.tools import role_tools
 
     settings = settings or Settings()
-    engine = make_engine(settings.database_url, connect_retry=settings.connect_retry)
+    engine = make_engine(
+        settings.database_url, connect_retry=settings.connect_retry, pool_size=settings.db_pool_size
+    )
     store = SqlHarnessStore(engine)
     key = settings.signing_key()
     opener = open_destination or (

@@ -99,6 +99,13 @@ class Settings(BaseSettings):
     connect_retry: float = Field(
         default=3.0, ge=0, description="seconds to keep retrying a refused database connection"
     )
+    db_pool_size: int = Field(
+        default=5,
+        ge=1,
+        le=500,
+        description="PostgreSQL connections a process keeps open (5 more may be opened and closed "
+        "under load); unset, a threads-pool worker keeps 3 per thread",
+    )
     broker_max_retries: int = Field(
         default=60,
         ge=1,

@@ -14,6 +14,7 @@ from orchestrator.entrypoints.worker_pools import (
     PUBLISHER_CONCURRENCY,
     ROLE_QUEUES,
     PublisherChild,
+    db_pool_size,
     default_concurrency,
     default_pool,
     shares_publisher,
@@ -67,13 +68,22 @@ def _worker(queues: str | None, concurrency: int | None, pool: str | None, logle
         raise SystemExit(code or child_code)  # non-zero: the supervisor restarts the worker
 
 
+def sized_settings(settings: Any, pool: str, concurrency: int) -> Any:
+    """`settings` with the database pool this worker process needs (`db_pool_size`)."""
+    connections = db_pool_size(
+        pool, concurrency, settings.db_pool_size, explicit="db_pool_size" in settings.model_fields_set
+    )
+    return settings.model_copy(update={"db_pool_size": connections})
+
+
 def _run_celery_worker(names: list[str], concurrency: int, pool: str, loglevel: str, settings: Any) -> int:
     from orchestrator.bootstrap import build_app
     from orchestrator.celery_app import make_celery, run_worker, set_worker_queues, use_app_factory
     from orchestrator.observability import start_tracing
 
     set_worker_queues(names)
-    use_app_factory(build_app)
+    sized = sized_settings(settings, pool, concurrency)
+    use_app_factory(lambda: build_app(sized))
     if pool != "prefork":
         start_tracing("pressroom-worker-" + "-".join(names), settings)
     celery = make_celery(settings.broker_url, max_retries=settings.broker_max_retries)

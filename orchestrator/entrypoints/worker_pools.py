@@ -31,6 +31,10 @@ PUBLISHER_POOL = "threads"
 PUBLISHER_CONCURRENCY = 8
 ROLE_POOL = "prefork"
 ROLE_CONCURRENCY = 1
+# What one thread of a threads pool may hold at once: its message's unit of work, a tool
+# call's pinned connection, and a read of its own. Fewer, and the pool's overflow
+# connections are opened and closed on every busy moment (a server backend each).
+CONNECTIONS_PER_THREAD = 3
 # How long a stopping `pressroom worker` waits for its publisher process to finish what it holds.
 CHILD_STOP_SECONDS = 60.0
 
@@ -43,6 +47,14 @@ def default_concurrency(queues: list[str], pool: str) -> int:
     if queues == [PUBLISHER] and pool == PUBLISHER_POOL:
         return PUBLISHER_CONCURRENCY
     return ROLE_CONCURRENCY
+
+
+def db_pool_size(pool: str, concurrency: int, configured: int, *, explicit: bool) -> int:
+    """The database connections a worker process keeps open: `PRESSROOM_DB_POOL_SIZE` when
+    set; else, for a threads pool, enough for every thread at once."""
+    if explicit or pool != "threads":
+        return configured
+    return max(configured, CONNECTIONS_PER_THREAD * concurrency)
 
 
 def shares_publisher(queues: list[str]) -> bool:
@@ -101,10 +113,12 @@ class PublisherChild:
 
 
 __all__ = [
+    "CONNECTIONS_PER_THREAD",
     "PUBLISHER_CONCURRENCY",
     "PUBLISHER_POOL",
     "ROLE_QUEUES",
     "PublisherChild",
+    "db_pool_size",
     "default_concurrency",
     "default_pool",
     "shares_publisher",

@@ -39,7 +39,7 @@ def is_postgres(url: str) -> bool:
     return url.startswith("postgresql")
 
 
-def make_engine(url: str, *, upgrade: bool = True, connect_retry: float = 3.0) -> Engine:
+def make_engine(url: str, *, upgrade: bool = True, connect_retry: float = 3.0, pool_size: int = 5) -> Engine:
     """An engine for `url`, with the schema upgraded on first use (unless `upgrade` is False)."""
     if is_sqlite(url):
         path = url.split("///", 1)[1] if "///" in url else ""
@@ -53,7 +53,7 @@ def make_engine(url: str, *, upgrade: bool = True, connect_retry: float = 3.0) -
     else:
         # No pre-ping (a round trip on every checkout): a connection broken by a
         # server restart fails its one operation, which the lease or the relay retries.
-        engine = create_engine(url, pool_size=5, max_overflow=5, pool_recycle=300)
+        engine = create_engine(url, pool_size=pool_size, max_overflow=5, pool_recycle=300)
         outage.retry_connect(engine, connect_retry)
     if upgrade:
         create_schema(engine)

@@ -1,0 +1,34 @@
+"""A worker process's database pool follows its pool of threads unless it is set."""
+
+from __future__ import annotations
+
+import pytest
+
+from orchestrator.core.config import Settings
+from orchestrator.entrypoints.processes import sized_settings
+from orchestrator.entrypoints.worker_pools import CONNECTIONS_PER_THREAD, db_pool_size
+
+
+def test_a_threads_pool_keeps_connections_for_every_thread() -> None:
+    assert db_pool_size("threads", 8, 5, explicit=False) == 8 * CONNECTIONS_PER_THREAD
+    assert db_pool_size("threads", 1, 5, explicit=False) == 5  # never below the configured size
+
+
+def test_other_pools_and_a_set_size_keep_the_configured_size() -> None:
+    assert db_pool_size("prefork", 8, 5, explicit=False) == 5
+    assert db_pool_size("solo", 1, 7, explicit=False) == 7
+    assert db_pool_size("threads", 8, 4, explicit=True) == 4
+
+
+def test_the_worker_settings_size_the_pool_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PRESSROOM_DB_POOL_SIZE", raising=False)
+    assert sized_settings(Settings(), "threads", 8).db_pool_size == 24
+    assert sized_settings(Settings(), "prefork", 1).db_pool_size == 5
+    monkeypatch.setenv("PRESSROOM_DB_POOL_SIZE", "6")
+    assert sized_settings(Settings(), "threads", 8).db_pool_size == 6
+
+
+def test_a_pool_size_out_of_range_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PRESSROOM_DB_POOL_SIZE", "0")
+    with pytest.raises(ValueError, match="db_pool_size"):
+        Settings()
