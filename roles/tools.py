@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from datetime import datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,8 @@ from roles.writing import PERSON_REJECTED, write_draft
 from sagas import records
 
 DIGEST = r"^[0-9a-f]{64}$"
+# Sagas whose brief, corpus and submit time one process keeps.
+SAGAS_REMEMBERED = 256
 _SAGAS: Table = SagaRow.__table__  # type: ignore[attr-defined]
 _SAGA_BASICS = select(_SAGAS.c.brief, _SAGAS.c.corpus, _SAGAS.c.created_at).where(
     _SAGAS.c.id == bindparam("saga_id")
@@ -105,9 +108,12 @@ class RoleTools:
         self.engine = engine
         self.indexes = indexes
         self.link_hosts = link_hosts
+        # Set at submit and never changed, so a saga's are read once per process
+        # (a saga's research and review ask for them on every search and read).
+        self._saga = lru_cache(maxsize=SAGAS_REMEMBERED)(self._read_saga)
 
-    def _saga(self, saga_id: str) -> tuple[str, Path, datetime]:
-        """The saga's brief, corpus folder and submit time (one prebuilt read: every search and read asks)."""
+    def _read_saga(self, saga_id: str) -> tuple[str, Path, datetime]:
+        """The saga's brief, corpus folder and submit time (one prebuilt read)."""
         with self.engine.connect() as conn:
             row = conn.execute(_SAGA_BASICS, {"saga_id": saga_id}).first()
         if row is None:
