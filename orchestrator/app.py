@@ -15,6 +15,7 @@ from typing import Any
 
 from opentelemetry import trace
 from pydantic import ValidationError
+from sqlalchemy import Table, bindparam, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
@@ -116,14 +117,14 @@ class App:
                 uow, saga_id=saga_id, task=task, queue=queue, payload=work.payload, attributes=attrs
             )
         # A person's command (approve, reject, edit, reconcile): join the saga's trace.
-        with saga_span(f"dispatch {task}", uow.session.get(SagaRow, saga_id)):
+        with _joined_span(f"dispatch {task}", uow, saga_id):
             return self.outbox.add(
                 uow, saga_id=saga_id, task=task, queue=queue, payload=work.payload, attributes=attrs
             )
 
     def resend(self, uow: UnitOfWork, task: str, payload: dict[str, Any], saga_id: str) -> str:
         """Send existing work again through the outbox (lease recovery)."""
-        with saga_span(f"recover {task}", uow.session.get(SagaRow, saga_id)):
+        with _joined_span(f"recover {task}", uow, saga_id):
             return self.outbox.add(
                 uow,
                 saga_id=saga_id,
@@ -338,6 +339,23 @@ def saga_span(name: str, saga: SagaRow | None, attrs: dict[str, Any] | None = No
         parent = propagation.extract_context(saga.trace_context)
     attributes = {names.ATTR_SAGA_ID: saga.id} if saga is not None else {}
     with spans.open_span(name, {**attributes, **(attrs or {})}, context=parent):
+        yield
+
+
+_SAGAS: Table = SagaRow.__table__  # type: ignore[attr-defined]
+_TRACE_CONTEXT = select(_SAGAS.c.trace_context).where(_SAGAS.c.id == bindparam("saga_id"))
+
+
+@contextmanager
+def _joined_span(name: str, uow: UnitOfWork, saga_id: str) -> Iterator[None]:
+    """`saga_span` for a saga of this unit of work, reading only its trace context (and
+    nothing inside a trace already)."""
+    parent = None
+    if not trace.get_current_span().get_span_context().is_valid:
+        uow.session.flush()  # a saga created in this unit of work is found too
+        found = uow.session.connection().execute(_TRACE_CONTEXT, {"saga_id": saga_id}).scalar()
+        parent = propagation.extract_context(found) if found else None
+    with spans.open_span(name, {names.ATTR_SAGA_ID: saga_id}, context=parent):
         yield
 
 
