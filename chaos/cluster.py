@@ -3,8 +3,9 @@
 PostgreSQL is a private cluster (tests/support/pg_server.py: initdb + pg_ctl on
 a free port); Redis a `redis-server` on a free port. The Pressroom processes
 are the README's native topology: one `pressroom relay` and one
-`pressroom worker --queues Q` per role queue (default prefork pool,
-concurrency 1, so each worker has a pool child to kill). The supervisor plays
+`pressroom worker --queues Q` per role queue (`--pool prefork`, concurrency
+1, so each role worker has a pool child to kill; the publisher keeps its
+default threads pool). The supervisor plays
 systemd's `Restart=always`: a process that exits is started again, and every
 exit the nemesis did not cause is recorded with its status.
 """
@@ -156,7 +157,8 @@ class Supervisor:
     def topology(self, api_port: int) -> None:
         self.add("relay", "relay")
         for q in QUEUES:
-            self.add(f"worker-{q}", "worker", "--queues", q, "--loglevel", "INFO")
+            pool = [] if q == "publisher" else ["--pool", "prefork"]
+            self.add(f"worker-{q}", "worker", "--queues", q, *pool, "--loglevel", "INFO")
         self.add("serve", "serve", "--port", str(api_port))
         self._thread.start()
 

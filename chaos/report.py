@@ -176,8 +176,9 @@ receipt), waits for those to finish, and checks:
   a succeeded saga live at its destination.
 
 Settings of the run: `PRESSROOM_LEASE_SECONDS=5`, `PRESSROOM_DESTINATION_TIMEOUT=2`,
-`PRESSROOM_MAX_ATTEMPTS=10`, `PRESSROOM_RELAY_POLL=0.2`; workers use the default
-prefork pool with concurrency 1. The report and every process's log are kept
+`PRESSROOM_MAX_ATTEMPTS=10`, `PRESSROOM_RELAY_POLL=0.2`; role workers run
+`--pool prefork` with concurrency 1 (so a pool child can be killed), the
+publisher its default threads pool. The report and every process's log are kept
 in `chaos/out/run-*/` (not committed). Options: `python -m chaos --help`
 (`--sagas`, `--seed`, `--fault-seconds`, `--settle-seconds`); `make chaos
 CHAOS_ARGS="--sagas 100 --seed 7"`.

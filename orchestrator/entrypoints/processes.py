@@ -12,6 +12,7 @@ from orchestrator.core.errors import InvalidInput
 from orchestrator.core.routing import QUEUES
 from orchestrator.entrypoints.worker_pools import (
     PUBLISHER_CONCURRENCY,
+    ROLE_CONCURRENCY,
     ROLE_QUEUES,
     PublisherChild,
     db_pool_size,
@@ -118,13 +119,14 @@ def register(cli: click.Group, pass_ctx: Any) -> None:
         "--concurrency",
         type=int,
         default=None,
-        help=f"Pool size. Default: {PUBLISHER_CONCURRENCY} threads for --queues publisher, 1 otherwise.",
+        help=f"Pool size. Default: {PUBLISHER_CONCURRENCY} threads for --queues publisher, "
+        f"{ROLE_CONCURRENCY} threads for role queues, 1 for --pool prefork or solo.",
     )
     @click.option(
         "--pool",
         type=click.Choice(["prefork", "solo", "threads"]),
         default=None,
-        help="Default: threads for --queues publisher, prefork otherwise.",
+        help="Default: threads. prefork runs tasks in child processes, solo one at a time in the worker itself.",
     )
     @click.option("--loglevel", default="INFO", show_default=True)
     def worker(queues: str | None, concurrency: int | None, pool: str | None, loglevel: str) -> None:

@@ -3,9 +3,13 @@
 The publisher's work waits on destinations (a webhook may take seconds), so
 it never shares a worker with the role queues: by default it runs in its own
 worker process on a threads pool, where a slow destination holds one thread
-while the others publish. The role queues' work is CPU-bound and keeps
-Celery's default pool. No I/O except `PublisherChild`, which starts and stops
-that process for `pressroom worker` run without `--queues`.
+while the others publish. The role queues' work is mostly CPU but about a
+fifth of it waits on PostgreSQL, so it runs on a threads pool too (4 by
+default): one thread's round trip is another thread's turn on the CPU
+(measured in docs/benchmarks.md: 9.8 sagas/s solo, 10.7 with 2 threads, 11.7
+with 4, 11.9 with 8 on 2 cores). `--pool prefork` gives each task a process
+of its own. No I/O except `PublisherChild`, which starts and stops that
+process for `pressroom worker` run without `--queues`.
 """
 
 from __future__ import annotations
@@ -29,8 +33,8 @@ PUBLISHER_POOL = "threads"
 # Each thread holds at most one publish in flight; the process's database pool
 # (5 connections + 5 overflow) is shared by its threads.
 PUBLISHER_CONCURRENCY = 8
-ROLE_POOL = "prefork"
-ROLE_CONCURRENCY = 1
+ROLE_POOL = "threads"
+ROLE_CONCURRENCY = 4
 # What one thread of a threads pool may hold at once: its message's unit of work, a tool
 # call's pinned connection, and a read of its own. Fewer, and the pool's overflow
 # connections are opened and closed on every busy moment (a server backend each).
@@ -46,7 +50,7 @@ def default_pool(queues: list[str]) -> str:
 def default_concurrency(queues: list[str], pool: str) -> int:
     if queues == [PUBLISHER] and pool == PUBLISHER_POOL:
         return PUBLISHER_CONCURRENCY
-    return ROLE_CONCURRENCY
+    return ROLE_CONCURRENCY if pool == ROLE_POOL else 1
 
 
 def db_pool_size(pool: str, concurrency: int, configured: int, *, explicit: bool) -> int:
@@ -116,6 +120,8 @@ __all__ = [
     "CONNECTIONS_PER_THREAD",
     "PUBLISHER_CONCURRENCY",
     "PUBLISHER_POOL",
+    "ROLE_CONCURRENCY",
+    "ROLE_POOL",
     "ROLE_QUEUES",
     "PublisherChild",
     "db_pool_size",

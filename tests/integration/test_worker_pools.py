@@ -123,3 +123,35 @@ def test_worker_refuses_a_pool_size_below_one(traced) -> None:  # type: ignore[n
     )
     assert done.returncode == 2, done
     assert done.stderr.strip().count("\n") == 0 and "--concurrency" in done.stderr, done.stderr
+
+
+def test_by_default_the_role_queues_run_on_four_threads_and_sagas_finish(
+    traced, tmp_path: Path, corpus: Path
+) -> None:  # type: ignore[no-untyped-def]
+    procs, _ = traced
+    env = procs.env
+    procs.relay()
+    worker = procs.start("worker", PRESSROOM, "worker", "--loglevel", "INFO")
+    wait_until(lambda: "pressroom-publisher@" in worker.output(), timeout=90, what="the publisher worker")
+    # Several sagas at once, so the role threads run their work side by side.
+    sagas = [
+        cli_json(
+            env,
+            "submit",
+            "--brief",
+            "history of the library network",
+            "--corpus",
+            str(corpus),
+            "--dest",
+            f"site:{tmp_path / f'site-{i}'}",
+        )["saga_id"]
+        for i in range(4)
+    ]
+    for sid in sagas:
+        wait_until(lambda s=sid: saga_state(env, s) == "ready-for-review", timeout=180, what="ready")
+        cli_json(env, "approve", sid, "--version", "1", "--as", "erin")
+    for sid in sagas:
+        wait_until(lambda s=sid: saga_state(env, s) == "succeeded", timeout=180, what="succeeded")
+    text = worker.output()
+    assert "concurrency: 4 (thread)" in text, text[-3000:]
+    assert "concurrency: 8 (thread)" in text, text[-3000:]
