@@ -2,16 +2,16 @@
 
     .venv/bin/python bench/e2e_throughput.py [--sagas 100] [--mixes site,webhook,mixed]
         [--webhook-delay 0.5] [--dbos-workflows 600] [--no-dbos] [--no-write]
-        [--pool solo] [--concurrency N]
+        [--pool threads|prefork|solo] [--concurrency N]
 
 Setup: a redis-server of the run's own on a free port (or `BENCH_REDIS_URL`,
 flushed, when set) and a fresh PostgreSQL database on
 the shared server (`BENCH_DATABASE_URL`'s server, dropped at the end), tracing
 off. Processes, all started by this script as the shipped CLI: `pressroom
-relay` and `pressroom worker --pool solo`, which with no `--queues` is two
-worker processes: the role queues (researcher, writer, reviewer) in one solo
-process, and the publisher in a process of its own on its default threads
-pool. The bench process submits and approves through `orchestrator.services`
+relay` and `pressroom worker` (its default pools unless `--pool` and
+`--concurrency` are given), which with no `--queues` is two worker processes:
+the role queues (researcher, writer, reviewer) in one process on a threads
+pool of 4, and the publisher in a process of its own on its threads pool of 8. The bench process submits and approves through `orchestrator.services`
 (the calls the CLI and the API make), as `dana` and `erin`.
 
 Per mix, after a warm-up of `--warmup` sagas (not counted), `--sagas` sagas
@@ -130,7 +130,8 @@ class CpuSnapshot:
 
 
 class CpuMeter:
-    """CPU of groups of processes between two snapshots (processes alive at the end)."""
+    """CPU of groups of processes between two snapshots (processes alive at the end: one that
+    exited in between, such as a database backend of a closed connection, is not counted)."""
 
     def __init__(self, groups: dict[str, Any]) -> None:
         self.groups = groups  # name -> callable returning the pids of the group now
@@ -514,7 +515,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=900, help="seconds a burst may take")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md")
     parser.add_argument(
-        "--pool", default="solo", help="the role queues' worker pool (`pressroom worker --pool`)"
+        "--pool", default=None, help="the role queues' worker pool (default: the CLI's, threads)"
     )
     parser.add_argument(
         "--concurrency",
@@ -556,7 +557,8 @@ def main() -> None:
         try:
             relay = bench.start("relay", "relay")
             sizing = ["--concurrency", str(opts.concurrency)] if opts.concurrency else []
-            worker = bench.start("worker", "worker", "--pool", opts.pool, *sizing, "--loglevel", "WARNING")
+            pool = ["--pool", opts.pool] if opts.pool else []
+            worker = bench.start("worker", "worker", *pool, *sizing, "--loglevel", "WARNING")
             me = os.getpid()
             meter = CpuMeter(
                 {
@@ -615,12 +617,21 @@ def broker(workdir: Path) -> Iterator[str]:
 
 
 def explain(opts: argparse.Namespace, meta: dict[str, Any]) -> str:
+    flags = " ".join(
+        [f"--pool {opts.pool}"] * bool(opts.pool)
+        + [f"--concurrency {opts.concurrency}"] * bool(opts.concurrency)
+    )
+    roles = (
+        f"researcher, writer and reviewer in one process (`{flags}`)"
+        if flags
+        else "researcher, writer and reviewer in one process on its default threads pool of 4"
+    )
     return (
         f"Redis broker ({meta.get('broker_kind', 'a redis-server of its own')}) and a fresh database on the local"
         " PostgreSQL server, tracing off. Processes started by the bench with the shipped CLI:"
-        " `pressroom relay` and `pressroom worker --pool solo`, which without `--queues` is two worker"
-        " processes — researcher, writer and reviewer in one solo process, the publisher in its own on its"
-        f" default threads pool ({meta.get('worker_processes', '?')} worker processes counted under it at the"
+        f" `pressroom relay` and `pressroom worker{' ' + flags if flags else ''}`, which without `--queues` is"
+        f" two worker processes — {roles}, the publisher in its own on its default threads pool of 8"
+        f" ({meta.get('worker_processes', '?')} worker processes counted under it at the"
         f" end). The bench process submits {opts.sagas} sagas per mix back to back through"
         " `services.submit` (sample corpus) and a thread approves each as soon as it is `ready-for-review`"
         f" (`services.approve`), after {opts.warmup} warm-up sagas per mix. *site*: one `site:` folder per"
@@ -631,7 +642,8 @@ def explain(opts: argparse.Namespace, meta: dict[str, Any]) -> str:
         " committed handoff (`message applied` event); submit→ready is `ready_at − created_at`,"
         " approve→succeeded the final `updated_at` − the approval's `issued_at`. CPU per saga:"
         " user + system time from /proc over the burst (workers and relay with their children; the"
-        " PostgreSQL backends of the bench database; the bench process, which submits and approves), over"
+        " PostgreSQL backends of the bench database that are alive at the end (a backend that exits during"
+        " the burst is not counted: the workers' pools keep theirs open); the bench process, which submits and approves), over"
         " the sagas; the shared Redis server is not counted. See the module docstring of"
         " `bench/e2e_throughput.py`."
     )
