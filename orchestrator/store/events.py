@@ -4,10 +4,11 @@
 paths: the harness's records and the consumer's `message applied`) both take
 the saga's chain head through `_link`, which hashes the new event onto it
 (`orchestrator.harness.event_chain`). The head is read once per
-transaction under the saga row's lock (`SELECT … FOR UPDATE` on PostgreSQL;
-on SQLite every unit of work already holds the write lock from `BEGIN
-IMMEDIATE`), so two transactions writing one saga's events take turns and
-the chain never forks; `UNIQUE (saga_id, prev_hash)` would refuse a fork if
+transaction under the saga row's lock (on PostgreSQL one call of
+`pressroom_hold_chain`, migration 0006: the row `FOR UPDATE`, then the head
+read with a snapshot taken after the lock; on SQLite every unit of work
+already holds the write lock from `BEGIN IMMEDIATE`), so two transactions
+writing one saga's events take turns and the chain never forks; `UNIQUE (saga_id, prev_hash)` would refuse a fork if
 they did not. Later events of the same transaction chain onto the head kept
 in the session. An event without a saga is a chain of its own.
 """
@@ -16,26 +17,27 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Table, bindparam, insert, select
+from sqlalchemy import String, Table, bindparam, func, insert, select
 from sqlmodel import Session
 
 from orchestrator.harness.event_chain import GENESIS, event_hash
 from orchestrator.harness.ports import EventTimes
 from orchestrator.harness.principals import current_principal
-from orchestrator.store.tables import EventRow, SagaRow, new_id, utcnow
+from orchestrator.store.tables import EventRow, new_id, utcnow
 
 _HEADS = "pressroom.event_heads"
 _EVENTS: Table = EventRow.__table__  # type: ignore[attr-defined]
-_SAGAS: Table = SagaRow.__table__  # type: ignore[attr-defined]
 _INSERT_EVENT = insert(_EVENTS)
 # Prebuilt, run on the session's connection (no ORM execution path, no autoflush).
-_LOCK_SAGA = select(_SAGAS.c.id).where(_SAGAS.c.id == bindparam("saga_id")).with_for_update()
 _CHAIN_HEAD = (
     select(_EVENTS.c.hash)
     .where(_EVENTS.c.saga_id == bindparam("saga_id"))
     .order_by(_EVENTS.c.seq.desc())
     .limit(1)
 )
+# PostgreSQL: both in one round trip (migration 0006: the lock, then the head read by a
+# statement of its own inside the function, with a snapshot taken after the lock).
+_HOLD_CHAIN = select(func.pressroom_hold_chain(bindparam("saga_id", type_=String)))
 
 
 def _heads(session: Session) -> dict[str | None, str]:
@@ -58,11 +60,13 @@ def hold_chain(session: Session, saga_id: str) -> str:
     head = heads.get(saga_id)
     if head is None:
         conn = session.connection()
-        # Held to the end of the transaction: the head cannot move under us. Two
-        # statements, not one: the head is read after the lock is granted, so it
-        # sees what the transaction that held the lock committed.
-        conn.execute(_LOCK_SAGA, {"saga_id": saga_id})
-        found = conn.execute(_CHAIN_HEAD, {"saga_id": saga_id}).scalar()
+        # Held to the end of the transaction: the head cannot move under us. The
+        # head is read after the lock is granted, so it sees what the transaction
+        # that held the lock committed.
+        if conn.dialect.name == "postgresql":
+            found = conn.execute(_HOLD_CHAIN, {"saga_id": saga_id}).scalar()
+        else:  # SQLite: the unit of work's BEGIN IMMEDIATE holds the write lock already
+            found = conn.execute(_CHAIN_HEAD, {"saga_id": saga_id}).scalar()
         head = heads[saga_id] = found or GENESIS
     return head
 
