@@ -26,7 +26,17 @@ from uuid import UUID
 
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.trace import Link, Span, SpanContext, SpanKind, Status, StatusCode, Tracer, TracerProvider
+from opentelemetry.trace import (
+    Link,
+    NonRecordingSpan,
+    Span,
+    SpanContext,
+    SpanKind,
+    Status,
+    StatusCode,
+    Tracer,
+    TracerProvider,
+)
 from opentelemetry.util.types import AttributeValue
 
 from telemetry import names
@@ -64,6 +74,11 @@ def use_tracer_provider(provider: TracerProvider | None) -> None:
 def current_tracer_provider() -> TracerProvider:
     """The provider Pressroom spans go to right now."""
     return _provider if _provider is not None else trace.get_tracer_provider()
+
+
+def recording() -> bool:
+    """False while no span can be recorded (no provider installed, or tracing disabled)."""
+    return not isinstance(current_tracer_provider(), trace.NoOpTracerProvider | trace.ProxyTracerProvider)
 
 
 def tracer() -> Tracer:
@@ -189,8 +204,14 @@ def open_span(
 
     An exception sets ERROR status; one of the `expected` types (an outcome
     such as "approval required", not a failure) is recorded but leaves the
-    status alone.
+    status alone. While nothing is recorded (`recording()` is False) no span or
+    attribute is made: the current span stays, or `context`'s becomes current,
+    as a no-op tracer would leave them.
     """
+    if not recording():
+        with _unrecorded(context) as span:
+            yield span
+        return
     with tracer().start_as_current_span(
         name,
         context=context,
@@ -212,11 +233,23 @@ def open_span(
 
 
 @contextmanager
+def _unrecorded(context: Context | None) -> Iterator[Span]:
+    span = trace.get_current_span(context)
+    if context is None:
+        yield span
+        return
+    if not isinstance(span, NonRecordingSpan):
+        span = NonRecordingSpan(span.get_span_context())
+    with trace.use_span(span, end_on_exit=False):
+        yield span
+
+
+@contextmanager
 def action_span(
     tool: str, attrs: Attrs = None, *, expected: tuple[type[BaseException], ...] = ()
 ) -> Iterator[Span]:
     """The one parent span of an action (`action {tool}`); phases open inside it."""
-    attributes = {**as_attributes(attrs), names.ATTR_TOOL: tool}
+    attributes = {**as_attributes(attrs), names.ATTR_TOOL: tool} if recording() else None
     with open_span(names.action_span_name(tool), attributes, expected=expected) as span:
         yield span
 
@@ -245,7 +278,8 @@ def mark_error(description: str) -> None:
 
 def annotate(attrs: Attrs) -> None:
     """Add (safe) attributes to the current span, e.g. once the risk class is known."""
-    trace.get_current_span().set_attributes(as_attributes(attrs))
+    if recording():
+        trace.get_current_span().set_attributes(as_attributes(attrs))
 
 
 def destination_attribute(uri: object) -> str | None:
@@ -321,6 +355,7 @@ __all__ = [
     "approval_wait_span",
     "as_attributes",
     "current_tracer_provider",
+    "recording",
     "destination_attribute",
     "is_sensitive_key",
     "mark_error",

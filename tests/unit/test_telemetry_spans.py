@@ -204,3 +204,26 @@ def test_destination_attribute_drops_credentials_and_queries() -> None:
     assert spans.destination_attribute("site:/srv/site") == "site:/srv/site"
     assert spans.destination_attribute("webhook:http://host:notaport/x") == "webhook:http://host/x"
     assert spans.destination_attribute(None) is None
+
+
+def test_with_nothing_recording_a_span_keeps_the_context_it_was_given() -> None:
+    """Tracing off: no span is made, yet a parent carried in from a message stays current
+    (the next handoff still carries it), exactly as with a no-op tracer."""
+    from opentelemetry import trace
+    from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+
+    spans.use_tracer_provider(trace.NoOpTracerProvider())
+    try:
+        assert not spans.recording()
+        parent = SpanContext(0x1234, 0x5678, is_remote=True, trace_flags=TraceFlags(1))
+        carried = trace.set_span_in_context(NonRecordingSpan(parent))
+        with spans.open_span("handle", {"pressroom.saga.id": "s-1"}, context=carried) as span:
+            assert span.get_span_context() == parent
+            assert trace.get_current_span().get_span_context() == parent
+            with spans.phase(names.PROPOSAL):
+                assert trace.get_current_span().get_span_context() == parent
+        assert not trace.get_current_span().get_span_context().is_valid
+        with pytest.raises(RuntimeError), spans.open_span("fails"):
+            raise RuntimeError("still raised")
+    finally:
+        spans.use_tracer_provider(None)
