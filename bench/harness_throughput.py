@@ -435,8 +435,9 @@ Sequential calls from one thread, tracing off, `inline://` broker (no messages a
 a file in a temporary folder (WAL, `synchronous=NORMAL`, as shipped); PostgreSQL a fresh local database.
 *harness* is `Harness.call(ToolCall, Caller)`; *bare executor* is `spec.executor(ctx, model)` of the same
 tool with the input model built outside the timing. `corpus.read` (read only) reads `overview.md` of the
-sample corpus for one saga (the executor loads the saga row, reads the file and screens it). `publish`
-(high risk) goes to a `memory:` destination; every call has its own pre-seeded saga (approved, one
+sample corpus for one saga (the executor takes the saga's brief and corpus folder, read from the
+database once per process since they never change, reads the file through the corpus index and screens
+it; so after the first call the bare read runs no SQL). `publish` (high risk) goes to a `memory:` destination; every call has its own pre-seeded saga (approved, one
 version, a valid approval bound to it), so each call has a fresh business key, consumes a fresh approval
 and nothing is replayed — the harness adds the ledger and approval lookups, the HMAC check, the
 pre-execute transaction (approval consumed, hash-chained checkpoint, ledger `pending`, intent event) and
