@@ -95,7 +95,9 @@ _HEAD_DIGEST = (
 
 
 def head_digest(session: Session, saga: SagaRow) -> str | None:
-    """The head version's digest alone (one narrow read: no markdown), None before the first version."""
+    """The head version's digest alone (one narrow read: no markdown), None before the first
+    version. Read on the session's connection without a flush: for a saga whose versions this
+    unit of work has not changed (the runner's)."""
     if saga.head_version == 0:
         return None
     digest = (

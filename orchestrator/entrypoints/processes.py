@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import signal
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -20,6 +20,9 @@ from orchestrator.entrypoints.worker_pools import (
     default_pool,
     shares_publisher,
 )
+
+if TYPE_CHECKING:
+    from orchestrator.core.config import Settings
 
 
 def _queues(text: str) -> list[str]:
@@ -69,7 +72,7 @@ def _worker(queues: str | None, concurrency: int | None, pool: str | None, logle
         raise SystemExit(code or child_code)  # non-zero: the supervisor restarts the worker
 
 
-def sized_settings(settings: Any, pool: str, concurrency: int) -> Any:
+def sized_settings(settings: Settings, pool: str, concurrency: int) -> Settings:
     """`settings` with the database pool this worker process needs (`db_pool_size`)."""
     connections = db_pool_size(
         pool, concurrency, settings.db_pool_size, explicit="db_pool_size" in settings.model_fields_set

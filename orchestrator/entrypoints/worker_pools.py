@@ -7,8 +7,8 @@ while the others publish. The role queues' work is mostly CPU but about a
 fifth of it waits on PostgreSQL, so it runs on a threads pool too (4 by
 default): one thread's round trip is another thread's turn on the CPU
 (measured in docs/benchmarks.md: 9.8 sagas/s solo, 10.7 with 2 threads, 11.7
-with 4, 11.9 with 8 on 2 cores). `--pool prefork` gives each task a process
-of its own. No I/O except `PublisherChild`, which starts and stops that
+with 4, 11.9 with 8 on 2 cores). `--pool prefork` runs tasks in child
+processes instead. No I/O except `PublisherChild`, which starts and stops that
 process for `pressroom worker` run without `--queues`.
 """
 
@@ -31,7 +31,7 @@ ROLE_QUEUES = tuple(q for q in QUEUES if q != PUBLISHER)
 # Threads, not processes: a publish is mostly waiting on a destination.
 PUBLISHER_POOL = "threads"
 # Each thread holds at most one publish in flight; the process's database pool
-# (5 connections + 5 overflow) is shared by its threads.
+# (`db_pool_size`: 3 connections per thread) is shared by its threads.
 PUBLISHER_CONCURRENCY = 8
 ROLE_POOL = "threads"
 ROLE_CONCURRENCY = 4
