@@ -104,7 +104,7 @@ class Settings(BaseSettings):
         ge=1,
         le=500,
         description="PostgreSQL connections a process keeps open (5 more may be opened and closed "
-        "under load); unset, a threads-pool worker keeps 3 per thread",
+        "under load); unset, a threads-pool worker keeps 2 per thread",
     )
     broker_max_retries: int = Field(
         default=60,

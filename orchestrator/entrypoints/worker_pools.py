@@ -31,14 +31,16 @@ ROLE_QUEUES = tuple(q for q in QUEUES if q != PUBLISHER)
 # Threads, not processes: a publish is mostly waiting on a destination.
 PUBLISHER_POOL = "threads"
 # Each thread holds at most one publish in flight; the process's database pool
-# (`db_pool_size`: 3 connections per thread) is shared by its threads.
+# (`db_pool_size`: 2 connections per thread) is shared by its threads.
 PUBLISHER_CONCURRENCY = 8
 ROLE_POOL = "threads"
 ROLE_CONCURRENCY = 4
-# What one thread of a threads pool may hold at once: its message's unit of work, a tool
-# call's pinned connection, and a read of its own. Fewer, and the pool's overflow
-# connections are opened and closed on every busy moment (a server backend each).
-CONNECTIONS_PER_THREAD = 3
+# What one thread of a threads pool holds at once: its message's unit of work and a tool
+# call's pinned connection (its own short reads come and go). Fewer, and the pool's
+# overflow connections are opened and closed on every busy moment (a server backend
+# each); more, and a deployment's processes could together pass PostgreSQL's
+# `max_connections` (100 by default).
+CONNECTIONS_PER_THREAD = 2
 # How long a stopping `pressroom worker` waits for its publisher process to finish what it holds.
 CHILD_STOP_SECONDS = 60.0
 

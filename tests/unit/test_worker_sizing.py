@@ -22,7 +22,7 @@ def test_other_pools_and_a_set_size_keep_the_configured_size() -> None:
 
 def test_the_worker_settings_size_the_pool_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PRESSROOM_DB_POOL_SIZE", raising=False)
-    assert sized_settings(Settings(), "threads", 8).db_pool_size == 24
+    assert sized_settings(Settings(), "threads", 8).db_pool_size == 16
     assert sized_settings(Settings(), "prefork", 1).db_pool_size == 5
     monkeypatch.setenv("PRESSROOM_DB_POOL_SIZE", "6")
     assert sized_settings(Settings(), "threads", 8).db_pool_size == 6
