@@ -8,7 +8,7 @@ one transaction with the handler's state change).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -333,12 +333,8 @@ class App:
 def saga_span(name: str, saga: SagaRow | None, attrs: dict[str, Any] | None = None) -> Iterator[None]:
     """A span in the saga's own trace, for work started outside any message
     (a CLI command, the API, the sweeper): one saga is one trace."""
-    current = trace.get_current_span().get_span_context()
-    parent = None
-    if not current.is_valid and saga is not None and saga.trace_context:
-        parent = propagation.extract_context(saga.trace_context)
-    attributes = {names.ATTR_SAGA_ID: saga.id} if saga is not None else {}
-    with spans.open_span(name, {**attributes, **(attrs or {})}, context=parent):
+    saga_id = saga.id if saga is not None else None
+    with _in_saga_trace(name, saga_id, lambda: saga.trace_context if saga is not None else None, attrs):
         yield
 
 
@@ -348,14 +344,34 @@ _TRACE_CONTEXT = select(_SAGAS.c.trace_context).where(_SAGAS.c.id == bindparam("
 
 @contextmanager
 def _joined_span(name: str, uow: UnitOfWork, saga_id: str) -> Iterator[None]:
-    """`saga_span` for a saga of this unit of work, reading only its trace context (and
-    nothing inside a trace already)."""
+    """`saga_span` for a saga of this unit of work, reading its trace context alone."""
+
+    def carried() -> dict[str, str] | None:
+        uow.session.flush()  # a saga created in this unit of work is found too
+        found: dict[str, str] | None = (
+            uow.session.connection().execute(_TRACE_CONTEXT, {"saga_id": saga_id}).scalar()
+        )
+        return found
+
+    with _in_saga_trace(name, saga_id, carried):
+        yield
+
+
+@contextmanager
+def _in_saga_trace(
+    name: str,
+    saga_id: str | None,
+    trace_context: Callable[[], dict[str, str] | None],
+    attrs: dict[str, Any] | None = None,
+) -> Iterator[None]:
+    """The span, parented on the saga's trace when no trace is current (the saga's trace
+    context is asked for only then)."""
     parent = None
     if not trace.get_current_span().get_span_context().is_valid:
-        uow.session.flush()  # a saga created in this unit of work is found too
-        found = uow.session.connection().execute(_TRACE_CONTEXT, {"saga_id": saga_id}).scalar()
-        parent = propagation.extract_context(found) if found else None
-    with spans.open_span(name, {names.ATTR_SAGA_ID: saga_id}, context=parent):
+        carried = trace_context()
+        parent = propagation.extract_context(carried) if carried else None
+    attributes = {names.ATTR_SAGA_ID: saga_id} if saga_id is not None else {}
+    with spans.open_span(name, {**attributes, **(attrs or {})}, context=parent):
         yield
 
 

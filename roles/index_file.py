@@ -132,7 +132,8 @@ class Connections:
     def opened(self, path: Path) -> Iterator[sqlite3.Connection]:
         held = self._held()
         kept = held.pop(path, None)
-        if kept is not None and kept[0] != _identity(path):
+        identity = _identity(path)
+        if kept is not None and kept[0] != identity:
             kept[1].close()
             kept = None
         db = kept[1] if kept is not None else connect(path)
@@ -143,7 +144,8 @@ class Connections:
             raise
         if db.in_transaction:
             db.rollback()
-        held[path] = (_identity(path), db)
+        # A file opened now may have been created by this connection: its identity is read after.
+        held[path] = (identity if kept is not None else _identity(path), db)
         while len(held) > self.keep:
             held.popitem(last=False)[1][1].close()
 

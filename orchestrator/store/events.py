@@ -8,9 +8,10 @@ transaction under the saga row's lock (on PostgreSQL one call of
 `pressroom_hold_chain`, migration 0006: the row `FOR UPDATE`, then the head
 read with a snapshot taken after the lock; on SQLite every unit of work
 already holds the write lock from `BEGIN IMMEDIATE`), so two transactions
-writing one saga's events take turns and the chain never forks; `UNIQUE (saga_id, prev_hash)` would refuse a fork if
-they did not. Later events of the same transaction chain onto the head kept
-in the session. An event without a saga is a chain of its own.
+writing one saga's events take turns and the chain never forks; `UNIQUE
+(saga_id, prev_hash)` would refuse a fork if they did not. Later events of
+the same transaction chain onto the head kept in the session. An event
+without a saga is a chain of its own.
 """
 
 from __future__ import annotations

@@ -77,24 +77,12 @@ _CLAIM_LEASE_SKIP_LOCKED = (
     .values(holder=bindparam("new_holder"), lease_until=bindparam("until"), attempts=_WORK.c.attempts + 1)
     .returning(_WORK.c.attempts)
 )
-_COMPLETE = (
-    update(_WORK)
-    .where(
-        _WORK.c.id == bindparam("work_id"),
-        _WORK.c.holder == bindparam("held_by"),
-        _WORK.c.done_at.is_(None),
-    )
-    .values(done_at=bindparam("now"))
+# Work still open and held by `held_by`: what its completion and a renewal change.
+_HELD = update(_WORK).where(
+    _WORK.c.id == bindparam("work_id"), _WORK.c.holder == bindparam("held_by"), _WORK.c.done_at.is_(None)
 )
-_RENEW = (
-    update(_WORK)
-    .where(
-        _WORK.c.id == bindparam("work_id"),
-        _WORK.c.holder == bindparam("held_by"),
-        _WORK.c.done_at.is_(None),
-    )
-    .values(lease_until=bindparam("until"))
-)
+_COMPLETE = _HELD.values(done_at=bindparam("now"))
+_RENEW = _HELD.values(lease_until=bindparam("until"))
 
 
 def claim_lease(session: Session, work_id: str, holder: str, lease: float) -> int | None:

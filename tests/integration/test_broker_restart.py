@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import base_env, free_port
-from tests.support.processes import Proc, Processes, cli_json, saga_state, wait_until
+from tests.support.processes import Proc, Processes, saga_state, submit, wait_until
 
 
 def start_redis(port: int, workdir: Path) -> subprocess.Popen[bytes]:
@@ -67,23 +67,6 @@ def setup(tmp_path: Path, pg_url: str):  # type: ignore[no-untyped-def]
     state["redis"].wait(timeout=10)
 
 
-def submit(env: dict[str, str], corpus: Path, site: Path) -> str:
-    return str(
-        cli_json(
-            env,
-            "submit",
-            "--brief",
-            "history of the library network",
-            "--corpus",
-            str(corpus),
-            "--dest",
-            f"site:{site}",
-            "--as",
-            "dana",
-        )["saga_id"]
-    )
-
-
 def test_worker_carries_on_or_exits_non_zero_when_redis_dies(setup, corpus: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     procs, state = setup
     env = procs.env
@@ -91,7 +74,7 @@ def test_worker_carries_on_or_exits_non_zero_when_redis_dies(setup, corpus: Path
     workers: list[Proc] = [procs.worker("worker-0")]
     restarts = 0
     exits: list[int] = []
-    first = submit(env, corpus, tmp_path / "site0")
+    first = submit(env, corpus, f"site:{tmp_path / 'site0'}", actor="dana")
     try:
         wait_until(lambda: saga_state(env, first) == "ready-for-review", timeout=90, what="first saga")
         for round_ in range(1, 4):
@@ -99,7 +82,7 @@ def test_worker_carries_on_or_exits_non_zero_when_redis_dies(setup, corpus: Path
             state["redis"].wait(timeout=10)
             time.sleep(1.0)  # the worker meets the lost connection while Redis is away
             state["redis"] = start_redis(state["port"], tmp_path)
-            sid = submit(env, corpus, tmp_path / f"site{round_}")
+            sid = submit(env, corpus, f"site:{tmp_path / f'site{round_}'}", actor="dana")
 
             def progressed(saga_id: str = sid) -> bool:
                 nonlocal restarts

@@ -12,7 +12,7 @@ import pytest
 
 from orchestrator.celery_app import make_celery
 from tests.conftest import base_env
-from tests.support.processes import PRESSROOM, Processes, cli_json, wait_until
+from tests.support.processes import PRESSROOM, Processes, cli_json, submit, wait_until
 
 
 @pytest.fixture
@@ -36,19 +36,7 @@ def test_poison_messages_become_dead_letters(procs: Processes, corpus: Path, tmp
     env = procs.env
     # A real saga, stopped before any worker runs (no worker, no relay yet): its id
     # lets one poison message name a saga that exists.
-    saga = cli_json(
-        env,
-        "submit",
-        "--brief",
-        "history of the library network",
-        "--corpus",
-        str(corpus),
-        "--dest",
-        f"site:{tmp_path / 'site'}",
-        "--as",
-        "dana",
-    )
-    sid = saga["saga_id"]
+    sid = submit(env, corpus, f"site:{tmp_path / 'site'}", actor="dana")
     celery = make_celery(env["PRESSROOM_BROKER_URL"])
     celery.send_task(
         "pressroom.researcher.research", args=["not a handoff"], queue="researcher", task_id="poison-text"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import base_env
-from tests.support.processes import Processes, cli_json, saga_state, wait_until
+from tests.support.processes import Processes, cli_json, saga_state, submit, wait_until
 
 
 @pytest.fixture(params=["redis", "amqp"])
@@ -40,21 +40,7 @@ def test_submit_to_succeeded_across_processes(procs: Processes, corpus: Path, tm
         procs.worker(f"worker-{queue}", queue)
     site, repo = tmp_path / "site", tmp_path / "repo"
     env = procs.env
-    saga = cli_json(
-        env,
-        "submit",
-        "--brief",
-        "history of the library network",
-        "--corpus",
-        str(corpus),
-        "--dest",
-        f"site:{site}",
-        "--dest",
-        f"git:{repo}",
-        "--as",
-        "dana",
-    )
-    sid = saga["saga_id"]
+    sid = submit(env, corpus, f"site:{site}", f"git:{repo}", actor="dana")
     try:
         wait_until(lambda: saga_state(env, sid) == "ready-for-review", timeout=90, what="ready-for-review")
         shown = cli_json(env, "show", sid)

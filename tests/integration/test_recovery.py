@@ -16,7 +16,7 @@ from orchestrator.store.db import make_engine
 from orchestrator.store.outbox_tables import OutboxRow
 from orchestrator.store.tables import WorkRow
 from tests.conftest import base_env, free_port
-from tests.support.processes import Processes, cli_json, redis_server, saga_state, wait_until
+from tests.support.processes import Processes, cli_json, redis_server, saga_state, submit, wait_until
 from tests.support.webhook_server import WebhookServer
 
 LEASE = "3"
@@ -83,16 +83,7 @@ def test_worker_sigkilled_mid_task_is_recovered_by_lease(
     # The submitting process keeps its corpus index elsewhere (another host, say): the
     # worker's research builds its own index of 1,500 files, so the kill lands mid-task.
     submitter = {**env, "PRESSROOM_INDEX_DIR": str(tmp_path / "submitter-index")}
-    sid = cli_json(
-        submitter,
-        "submit",
-        "--brief",
-        "library network branch volunteers",
-        "--corpus",
-        str(corpus),
-        "--dest",
-        f"site:{tmp_path / 'site'}",
-    )["saga_id"]
+    sid = submit(submitter, corpus, f"site:{tmp_path / 'site'}", brief="library network branch volunteers")
     # Kill the worker as soon as it holds the research lease.
     wait_until(
         lambda: any(w.holder for w in _work(pg_url, sid, "research")),
@@ -119,16 +110,7 @@ def test_redis_restart_with_messages_queued_loses_no_work(
     broker = f"redis://127.0.0.1:{port}/0"
     env = _env(pg_url, broker)
     with redis_server(port, tmp_path):
-        sid = cli_json(
-            env,
-            "submit",
-            "--brief",
-            "history of the library network",
-            "--corpus",
-            str(corpus),
-            "--dest",
-            f"site:{tmp_path / 'site'}",
-        )["saga_id"]
+        sid = submit(env, corpus, f"site:{tmp_path / 'site'}")
         import redis
 
         assert redis.Redis(port=port).llen("researcher") == 1, "the research message waits in Redis"
@@ -154,16 +136,7 @@ def test_relay_killed_between_commit_and_send_loses_no_message(
     broker = f"redis://127.0.0.1:{port}/0"
     env = _env(pg_url, broker)
     # The broker is down: the commit succeeds, the send after it fails; the row waits.
-    sid = cli_json(
-        env,
-        "submit",
-        "--brief",
-        "history of the library network",
-        "--corpus",
-        str(corpus),
-        "--dest",
-        f"site:{tmp_path / 'site'}",
-    )["saga_id"]
+    sid = submit(env, corpus, f"site:{tmp_path / 'site'}")
     engine = make_engine(pg_url)
 
     def unsent() -> set[str]:
@@ -206,16 +179,7 @@ def test_publisher_sigkilled_mid_publish_gives_one_effect(
     p.worker("roles", "researcher,writer,reviewer")
     publisher = p.worker("publisher-1", "publisher")
     with WebhookServer("stall", stall_seconds=15) as hook:
-        sid = cli_json(
-            env,
-            "submit",
-            "--brief",
-            "history of the library network",
-            "--corpus",
-            str(corpus),
-            "--dest",
-            f"webhook:{hook.url}",
-        )["saga_id"]
+        sid = submit(env, corpus, f"webhook:{hook.url}")
         wait_until(lambda: saga_state(env, sid) == "ready-for-review", timeout=90, what="ready-for-review")
         cli_json(env, "approve", sid, "--version", "1", "--as", "erin")
         wait_until(lambda: hook.posts == 1, timeout=60, what="the publish request to arrive")

@@ -17,7 +17,7 @@ from orchestrator.store.tables import ApprovalRow
 from telemetry.render import read_span_file
 from tests.conftest import base_env
 from tests.integration.test_recovery import _work, big_corpus
-from tests.support.processes import Processes, cli_json, saga_state, wait_until
+from tests.support.processes import Processes, cli_json, saga_state, submit, wait_until
 
 PHASES = ("proposal", "authorization", "send", "ack")
 
@@ -50,16 +50,7 @@ def test_one_trace_per_saga_with_four_ordered_phases(
     env = procs.env
     procs.relay()
     procs.worker()
-    sid = cli_json(
-        env,
-        "submit",
-        "--brief",
-        "history of the library network",
-        "--corpus",
-        str(corpus),
-        "--dest",
-        f"site:{tmp_path / 'site'}",
-    )["saga_id"]
+    sid = submit(env, corpus, f"site:{tmp_path / 'site'}")
     wait_until(lambda: saga_state(env, sid) == "ready-for-review", timeout=90, what="ready-for-review")
     version = cli_json(env, "show", sid)
     cli_json(env, "approve", sid, "--version", "1", "--as", "erin")
@@ -136,16 +127,7 @@ def test_a_message_recovered_after_a_kill_stays_in_the_saga_trace(
     # As in test_recovery: the submitter's corpus index lives elsewhere, so the worker's research
     # builds its own index of 1,500 files and the kill lands mid-task.
     submitter = {**env, "PRESSROOM_INDEX_DIR": str(tmp_path / "submitter-index")}
-    sid = cli_json(
-        submitter,
-        "submit",
-        "--brief",
-        "library network branch volunteers",
-        "--corpus",
-        str(corpus),
-        "--dest",
-        f"site:{tmp_path / 'site'}",
-    )["saga_id"]
+    sid = submit(submitter, corpus, f"site:{tmp_path / 'site'}", brief="library network branch volunteers")
     wait_until(
         lambda: any(w.holder for w in _work(pg_url, sid, "research")),
         timeout=60,

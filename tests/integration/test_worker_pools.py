@@ -15,7 +15,7 @@ import pytest
 
 from telemetry.render import read_span_file
 from tests.conftest import base_env
-from tests.support.processes import PRESSROOM, Processes, cli_json, saga_state, wait_until
+from tests.support.processes import PRESSROOM, Processes, cli_json, saga_state, submit, wait_until
 
 
 @pytest.fixture
@@ -67,16 +67,7 @@ def test_default_worker_runs_the_publisher_in_its_own_threads_pool_process(
         lambda: _publisher_child(worker.popen.pid), timeout=60, what="the publisher worker process"
     )
 
-    sid = cli_json(
-        env,
-        "submit",
-        "--brief",
-        "history of the library network",
-        "--corpus",
-        str(corpus),
-        "--dest",
-        f"site:{tmp_path / 'site'}",
-    )["saga_id"]
+    sid = submit(env, corpus, f"site:{tmp_path / 'site'}")
     wait_until(lambda: saga_state(env, sid) == "ready-for-review", timeout=120, what="ready-for-review")
     cli_json(env, "approve", sid, "--version", "1", "--as", "erin")
     wait_until(lambda: saga_state(env, sid) == "succeeded", timeout=120, what="succeeded")
@@ -134,19 +125,7 @@ def test_by_default_the_role_queues_run_on_four_threads_and_sagas_finish(
     worker = procs.start("worker", PRESSROOM, "worker", "--loglevel", "INFO")
     wait_until(lambda: "pressroom-publisher@" in worker.output(), timeout=90, what="the publisher worker")
     # Several sagas at once, so the role threads run their work side by side.
-    sagas = [
-        cli_json(
-            env,
-            "submit",
-            "--brief",
-            "history of the library network",
-            "--corpus",
-            str(corpus),
-            "--dest",
-            f"site:{tmp_path / f'site-{i}'}",
-        )["saga_id"]
-        for i in range(4)
-    ]
+    sagas = [submit(env, corpus, f"site:{tmp_path / f'site-{i}'}") for i in range(4)]
     for sid in sagas:
         wait_until(lambda s=sid: saga_state(env, s) == "ready-for-review", timeout=180, what="ready")
         cli_json(env, "approve", sid, "--version", "1", "--as", "erin")

@@ -94,6 +94,21 @@ def cli_json(env: dict[str, str], *args: str) -> dict[str, Any]:
     return out
 
 
+SAMPLE_BRIEF = "history of the library network"
+
+
+def submit(
+    env: dict[str, str], corpus: Path, *destinations: str, brief: str = SAMPLE_BRIEF, actor: str | None = None
+) -> str:
+    """`pressroom submit` of `brief` on `corpus` to `destinations` (as `actor`); the saga's id."""
+    args = ["submit", "--brief", brief, "--corpus", str(corpus)]
+    for uri in destinations:
+        args += ["--dest", uri]
+    if actor is not None:
+        args += ["--as", actor]
+    return str(cli_json(env, *args)["saga_id"])
+
+
 def saga_state(env: dict[str, str], saga_id: str) -> str:
     return str(cli_json(env, "status", saga_id)["state"])
 
