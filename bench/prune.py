@@ -8,8 +8,8 @@ and 4 finished work rows, all 30 days old (25 rows per saga).
 
 Handoff: one hop of the product's consumer path in this process, on the same
 database: `App.dispatch` in a unit of work (work row + outbox row), the
-after-commit send to the in-process broker, then `App.handle` (inbox check,
-lease, a handler that changes nothing, completion, the `applied` event). The
+after-commit send to the in-process broker, then `App.handle` (the lease,
+a handler that changes nothing, the inbox row with the completion, the `applied` event). The
 saga it works for is not finished, so prune never touches it. Timed from
 before the dispatch to the end of `handle`.
 

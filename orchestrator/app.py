@@ -30,11 +30,11 @@ from orchestrator.store.db import UnitOfWork, relaxed_commit, unit_of_work
 from orchestrator.store.harness_store import SqlHarnessStore, insert_event
 from orchestrator.store.people import SqlPeopleStore
 from orchestrator.store.tables import SagaRow
-from orchestrator.store.work import claim_lease, complete, new_work
+from orchestrator.store.work import claim_lease, new_work
 from orchestrator.toolpath.engine import Harness
 from outbox.broker import Broker, InlineBroker
 from outbox.handlers import Handler
-from outbox.inbox import already_applied, claim
+from outbox.inbox import already_applied, settle
 from outbox.messages import ArtifactRef, Envelope, Handoff
 from outbox.relay import Relay
 from outbox.writer import Outbox
@@ -181,12 +181,10 @@ class App:
         inbox row, the completion and the handler's changes in one durable commit."""
         consumer = env.task
         with unit_of_work(self.engine) as uow:
-            if already_applied(uow.session, env.message_id):
-                return "duplicate"
             taken = claim_lease(uow.session, handoff.work_id, env.message_id, self.settings.lease_seconds)
+            if taken is None:
+                return self._not_taken(uow, env, handoff)
             relaxed_commit(uow.session)
-        if taken is None:
-            return self._lease_held(env, handoff)
         handler = self.handlers[env.task]
         try:
             finalize = handler(handoff, env.message_id)
@@ -197,11 +195,12 @@ class App:
             return self._set_aside(env, handoff, exc)
         try:
             with unit_of_work(self.engine) as uow:
-                if not claim(uow.session, env.message_id, consumer):
-                    return "duplicate"
-                if not complete(uow.session, handoff.work_id, env.message_id):
+                settled = settle(
+                    uow.session, env.message_id, consumer, work_id=handoff.work_id, saga_id=handoff.saga_id
+                )
+                if settled != "applied":
                     uow.session.rollback()
-                    return "lease-lost"
+                    return settled
                 finalize(uow)
                 self._applied_event(uow, env, handoff)
         except IntegrityError:
@@ -210,7 +209,7 @@ class App:
         return "applied"
 
     def _handle_in_one_transaction(self, env: Envelope, handoff: Handoff) -> str:
-        """Inbox check, lease, handler, inbox row, completion and the handler's
+        """Lease, handler, inbox row with the completion (`settle`) and the handler's
         changes in one transaction on one connection, committed once (durably).
 
         The lease is the work row's lock while the handler runs: a duplicate copy
@@ -225,12 +224,9 @@ class App:
         consumer = env.task
         try:
             with unit_of_work(self.engine) as uow:
-                if already_applied(uow.session, env.message_id):
-                    return "duplicate"
                 taken = claim_lease(uow.session, handoff.work_id, env.message_id, self.settings.lease_seconds)
                 if taken is None:
-                    uow.session.rollback()
-                    return self._lease_held(env, handoff)
+                    return self._not_taken(uow, env, handoff)
                 try:
                     finalize = self.handlers[env.task](handoff, env.message_id)
                 except RetryLater as exc:
@@ -244,17 +240,25 @@ class App:
                     relaxed_commit(uow.session)
                     uow.session.commit()
                     raise
-                if not claim(uow.session, env.message_id, consumer):
+                settled = settle(
+                    uow.session, env.message_id, consumer, work_id=handoff.work_id, saga_id=handoff.saga_id
+                )
+                if settled != "applied":
                     uow.session.rollback()
-                    return "duplicate"
-                if not complete(uow.session, handoff.work_id, env.message_id):
-                    uow.session.rollback()
-                    return "lease-lost"
+                    return settled
                 finalize(uow)
                 self._applied_event(uow, env, handoff)
         except IntegrityError:
             return "duplicate"
         return "applied"
+
+    def _not_taken(self, uow: UnitOfWork, env: Envelope, handoff: Handoff) -> str:
+        """The lease was not ours to take: the message was applied already (its inbox
+        row commits with its work's completion, so done work is where a duplicate
+        lands), or the work is done otherwise or held by another copy."""
+        applied = already_applied(uow.session, env.message_id)
+        uow.session.rollback()
+        return "duplicate" if applied else self._lease_held(env, handoff)
 
     def _lease_held(self, env: Envelope, handoff: Handoff) -> str:
         self.store.record_event(

@@ -1,20 +1,25 @@
 """Consumer dedupe: a message id is applied at most once (invariant 8).
 
-`claim` runs inside the consumer's own transaction, so the inbox row and the
-consumer's state change commit together or not at all. Both functions run
+`claim` and `settle` run inside the consumer's own transaction, so the inbox
+row and the consumer's state change commit together or not at all. They run
 prebuilt Core statements on the session's connection (the consumer's hot path).
 """
 
 from __future__ import annotations
 
-from sqlalchemy import Insert, Table, bindparam, select
+from typing import Literal
+
+from sqlalchemy import Insert, Select, Table, bindparam, exists, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session
 
+from orchestrator.store.events import chain_held, chain_hold
 from orchestrator.store.outbox_tables import InboxRow
-from orchestrator.store.tables import utcnow
+from orchestrator.store.tables import WorkRow, utcnow
+from orchestrator.store.work import COMPLETE, complete
 
 _INBOX: Table = InboxRow.__table__  # type: ignore[attr-defined]
+_WORK: Table = WorkRow.__table__  # type: ignore[attr-defined]
 _APPLIED = select(_INBOX.c.message_id).where(_INBOX.c.message_id == bindparam("message_id"))
 # One statement checks and claims: the row is written unless the id is there already (a
 # concurrent copy's uncommitted row is waited for, then counts as there if it commits).
@@ -22,6 +27,22 @@ _CLAIM: dict[str, Insert] = {
     "postgresql": postgresql.insert(_INBOX).on_conflict_do_nothing().returning(_INBOX.c.message_id),
     "sqlite": sqlite.insert(_INBOX).on_conflict_do_nothing().returning(_INBOX.c.message_id),
 }
+# PostgreSQL: the claim, the work's completion and the saga's event chain in one round trip
+# (a writable CTE): the work is completed only when the inbox row was written, and the chain
+# is held for the `message applied` event that follows (`orchestrator.store.events`).
+_CLAIMED = (
+    postgresql.insert(_INBOX)
+    .values(message_id=bindparam("message_id"), consumer=bindparam("consumer"), processed_at=bindparam("now"))
+    .on_conflict_do_nothing()
+    .returning(_INBOX.c.message_id)
+    .cte("claimed")
+)
+_COMPLETED = COMPLETE.where(exists(select(_CLAIMED.c.message_id))).returning(_WORK.c.id).cte("completed")
+_SETTLE: Select[bool, bool, str | None] = select(
+    exists(select(_CLAIMED.c.message_id)), exists(select(_COMPLETED.c.id)), chain_hold("chain_of")
+)
+
+Settled = Literal["applied", "duplicate", "lease-lost"]
 
 
 def already_applied(session: Session, message_id: str) -> bool:
@@ -37,4 +58,25 @@ def claim(session: Session, message_id: str, consumer: str) -> bool:
     return written is not None
 
 
-__all__ = ["already_applied", "claim"]
+def settle(session: Session, message_id: str, consumer: str, *, work_id: str, saga_id: str) -> Settled:
+    """Claim `message_id` and complete the work it carries, held by that message.
+
+    `applied`: both written; `duplicate`: the message was applied before (nothing
+    written); `lease-lost`: the work is no longer this message's (the caller rolls
+    back, so the inbox row goes with it). One statement on PostgreSQL, which also
+    holds `saga_id`'s event chain for the rest of the transaction.
+    """
+    conn = session.connection()
+    if conn.dialect.name != "postgresql":
+        if not claim(session, message_id, consumer):
+            return "duplicate"
+        return "applied" if complete(session, work_id, message_id) else "lease-lost"
+    params = {"message_id": message_id, "consumer": consumer, "work_id": work_id, "held_by": message_id}
+    claimed, completed, head = conn.execute(_SETTLE, {**params, "chain_of": saga_id, "now": utcnow()}).one()
+    chain_held(session, saga_id, head)
+    if not claimed:
+        return "duplicate"
+    return "applied" if completed else "lease-lost"
+
+
+__all__ = ["Settled", "already_applied", "claim", "settle"]

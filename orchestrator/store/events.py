@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import String, Table, bindparam, func, insert, select
+from sqlalchemy import ColumnElement, String, Table, bindparam, func, insert, select
 from sqlmodel import Session
 
 from orchestrator.harness.event_chain import GENESIS, event_hash
@@ -36,9 +36,17 @@ _CHAIN_HEAD = (
     .order_by(_EVENTS.c.seq.desc())
     .limit(1)
 )
+
+
 # PostgreSQL: both in one round trip (migration 0006: the lock, then the head read by a
 # statement of its own inside the function, with a snapshot taken after the lock).
-_HOLD_CHAIN = select(func.pressroom_hold_chain(bindparam("saga_id", type_=String)))
+def chain_hold(bind: str = "saga_id") -> ColumnElement[str | None]:
+    """The lock-and-head call (its saga bound as `bind`), for a statement that takes the chain
+    along with its own work; the head it returns is handed to `chain_held`."""
+    return func.pressroom_hold_chain(bindparam(bind, type_=String))
+
+
+_HOLD_CHAIN = select(chain_hold())
 
 
 def _heads(session: Session) -> dict[str | None, str]:
@@ -70,6 +78,11 @@ def hold_chain(session: Session, saga_id: str) -> str:
             found = conn.execute(_CHAIN_HEAD, {"saga_id": saga_id}).scalar()
         head = heads[saga_id] = found or GENESIS
     return head
+
+
+def chain_held(session: Session, saga_id: str, head: str | None) -> None:
+    """Keep the head a statement with `chain_hold` returned: the chain is held (PostgreSQL)."""
+    _heads(session).setdefault(saga_id, head or GENESIS)
 
 
 def acting_fields() -> dict[str, str | None]:
@@ -125,4 +138,4 @@ def insert_event(session: Session, **fields: Any) -> str:
     return event_id
 
 
-__all__ = ["add_event", "hold_chain", "insert_event"]
+__all__ = ["add_event", "chain_held", "chain_hold", "hold_chain", "insert_event"]

@@ -81,7 +81,8 @@ _CLAIM_LEASE_SKIP_LOCKED = (
 _HELD = update(_WORK).where(
     _WORK.c.id == bindparam("work_id"), _WORK.c.holder == bindparam("held_by"), _WORK.c.done_at.is_(None)
 )
-_COMPLETE = _HELD.values(done_at=bindparam("now"))
+COMPLETE = _HELD.values(done_at=bindparam("now"))
+"""The completion (binds `work_id`, `held_by`, `now`); `outbox.inbox.settle` embeds it."""
 _RENEW = _HELD.values(lease_until=bindparam("until"))
 
 
@@ -121,7 +122,7 @@ def renew_lease(engine: Engine, work_id: str, holder: str, lease: float) -> bool
 
 def complete(session: Session, work_id: str, holder: str) -> bool:
     """Mark the work done, inside the consumer's transaction; False if not ours."""
-    done = session.connection().execute(_COMPLETE, {"work_id": work_id, "held_by": holder, "now": utcnow()})
+    done = session.connection().execute(COMPLETE, {"work_id": work_id, "held_by": holder, "now": utcnow()})
     return done.rowcount == 1
 
 
@@ -168,6 +169,7 @@ def sweep_expired(
 
 
 __all__ = [
+    "COMPLETE",
     "abandon_open_work",
     "claim_lease",
     "complete",
