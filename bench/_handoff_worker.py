@@ -28,10 +28,10 @@ record with wall-clock stamps (time.time(), one clock for every process on
 this machine) to the list `bench:done` — bare: at the end of the task body;
 handoff and floor: in an after-commit callback, i.e. right after the
 consumer's transaction committed. `task_prerun` stamps when the worker started
-each task. Inside `App.handle`, wrappers around the two functions it calls
-before the handler, `already_applied` and `claim_lease`, looked up as
-attributes of `orchestrator.app` (no product file is changed), stamp the
-steps in between; the worker refuses to start if either name is gone, and
+each task. Inside `App.handle`, a wrapper around the function it calls
+before the handler, `claim_lease`, looked up as an attribute of
+`orchestrator.app` (no product file is changed), stamps the steps in
+between; the worker refuses to start if that name is gone, and
 bench/handoff.py refuses a record without the stamps, so a change of
 `App.handle` cannot silently turn the phase table into nonsense.
 """
@@ -66,21 +66,17 @@ from _common import no_flush_wait  # noqa: E402
 
 DONE = "bench:done"
 BENCH_QUEUE = "bench"
-WRAPPED = ("already_applied", "claim_lease")
+WRAPPED = ("claim_lease",)
 
 Stamps = dict[str, dict[str, float]]
 
 
 def stamp_phases(stamps: Stamps) -> None:
-    """Wrap `already_applied` and `claim_lease` as `App.handle` looks them up (module attributes)."""
+    """Wrap `claim_lease` as `App.handle` looks it up (a module attribute)."""
     missing = [name for name in WRAPPED if not hasattr(app_module, name)]
     if missing:
         raise SystemExit(f"orchestrator.app no longer has {missing}: update bench/_handoff_worker.py")
     inner = {name: vars(app_module)[name] for name in WRAPPED}
-
-    def already_applied(session: Any, message_id: str) -> bool:
-        stamps.setdefault(message_id, {})["inbox_check"] = time.time()
-        return bool(inner["already_applied"](session, message_id))
 
     def claim_lease(session: Any, work_id: str, holder: str, lease: float) -> int | None:
         mine = stamps.setdefault(holder, {})
@@ -91,8 +87,7 @@ def stamp_phases(stamps: Stamps) -> None:
         finally:
             mine["claimed"] = time.time()
 
-    for name, wrapper in (("already_applied", already_applied), ("claim_lease", claim_lease)):
-        setattr(app_module, name, wrapper)
+    app_module.claim_lease = claim_lease
 
 
 def noop_handler(signals: Any, prerun: dict[str, float], stamps: Stamps) -> Callable[..., Finalizer]:

@@ -5,13 +5,14 @@
 One *handoff* is Pressroom's real path between two roles: the producer's
 unit of work writes a work row (with a lease) and an outbox row through
 `App.dispatch` and commits; the after-commit callback sends the row to the
-broker (`CeleryBroker.send_task`) and marks it sent (`Outbox.mark_sent`: one
-UPDATE … RETURNING, relaxed commit); a Celery worker process built from
+broker (`CeleryBroker.send_task`) and queues its sent-mark (`SentMarks`: a
+thread of the producer's process writes the marks gathered in 50 ms in one
+relaxed UPDATE); a Celery worker process built from
 `orchestrator.celery_app.make_celery` runs the task, which calls
 `App.handle`: on the `writer` queue (PostgreSQL) one transaction holds the
-inbox check, the lease (UPDATE … RETURNING, skipping a locked row), the
-handler (a no-op registered in `App.handlers`), then inbox row + work
-completion + event, committed once, durably. Latency runs from just before
+lease (UPDATE … RETURNING, skipping a locked row), the handler (a no-op
+registered in `App.handlers`), then the inbox row with the work's completion
+(one statement, `outbox.inbox.settle`) + event, committed once, durably. Latency runs from just before
 the producer's commit to just after the consumer's commit.
 
 The *bare* round trip is `send_task` of a bench-only no-op task on the same
@@ -26,12 +27,12 @@ handoff path with its own producer App and worker process:
 * `bare`     — the baseline;
 * `handoff`  — as shipped (`writer` queue);
 * `lease first` — as shipped for the `researcher` and `publisher` queues
-  (`researcher` queue, a worker with `App.short_queues` empty): the inbox check and the lease in a
-  relaxed transaction of their own before the handler, as every queue did
+  (`researcher` queue, a worker with `App.short_queues` empty): the lease in a
+  relaxed transaction of its own before the handler, as every queue did
   before the lease was folded into the final transaction;
 * `floor`    — the minimal outbox + inbox design, bench-side (`bench`
   queue, same worker as `handoff`): the producer commits one outbox row
-  (durable), sends it after the commit and marks it sent as the product does;
+  (durable), sends it after the commit and queues its sent-mark as the product does;
   the consumer checks the inbox and inserts the inbox row in one durable
   transaction. No work row, no lease, no event: the durable commits and the
   hop any outbox + inbox design needs;
@@ -89,7 +90,7 @@ GOAL = 1.5
 FLOOR_GOAL = 1.15
 PYTHON = sys.executable
 PRESSROOM = str(Path(sys.executable).parent / "pressroom")
-PHASE_STAMPS = ("prerun", "inbox_check", "claim", "claimed", "handler")
+PHASE_STAMPS = ("prerun", "claim", "claimed", "handler")
 
 Sample = dict[str, float]
 
@@ -156,8 +157,7 @@ def handoff_sample(rec: dict[str, Any], t0: float, returned: float, observed: fl
         "commit": send_start - t0,
         "send": send_end - send_start,
         "transit": rec["prerun"] - send_end,
-        "wrapper": rec["inbox_check"] - rec["prerun"],
-        "inbox_check": rec["claim"] - rec["inbox_check"],
+        "wrapper": rec["claim"] - rec["prerun"],
         "claim": rec["claimed"] - rec["claim"],
         "lease_commit": rec["handler"] - rec["claimed"],
         "consumer_commit": rec["done"] - rec["handler"],
@@ -247,7 +247,7 @@ class Bench:
     def floor(self) -> Callable[[], Sample]:
         """The minimal outbox + inbox design: one durable commit on each side, one send."""
         from orchestrator.store.outbox_tables import OutboxRow
-        from orchestrator.store.tables import new_id
+        from orchestrator.store.tables import new_id, utcnow
 
         app = self.build_app(self.settings)
         unit_of_work, saga_id, celery = self.unit_of_work, self.saga_id, self.celery
@@ -267,7 +267,7 @@ class Bench:
                     retry=False,
                 )
                 sent.append(time.time())
-                app.outbox.mark_sent(message_id)
+                app.outbox.marks.add(message_id, utcnow())
 
             with unit_of_work(app.engine) as uow:
                 row = OutboxRow(id=message_id, saga_id=saga_id, task="bench.floor", queue="bench", payload={})
@@ -503,12 +503,11 @@ PARTS = [
     ("producer: send_task to Redis", "send"),
     ("broker → worker starts the task (task_prerun)", "transit"),
     ("consumer: task wrapper, Envelope/Handoff parsing, process span", "wrapper"),
-    ("consumer: 1st transaction opens (pool checkout) + inbox SELECT", "inbox_check"),
-    ("consumer: lease UPDATE … RETURNING", "claim"),
+    ("consumer: transaction opens (pool checkout) + lease UPDATE … RETURNING", "claim"),
     ("consumer: lease's SET LOCAL synchronous_commit = off + commit (none when folded)", "lease_commit"),
-    ("consumer: handler + inbox row + work done + event, durable commit", "consumer_commit"),
+    ("consumer: handler + inbox row with work done + event, durable commit", "consumer_commit"),
     ("consumer total (task_prerun → commit; bare: task body)", "consumer"),
-    ("(producer's unit of work returns: commit + send + mark_sent)", "producer_returns"),
+    ("(producer's unit of work returns: commit + send + the sent-mark queued)", "producer_returns"),
 ]
 
 
@@ -685,10 +684,10 @@ Setup: Redis broker (db {redis}, flushed), a fresh PostgreSQL database (`synchro
 default), tracing off. Each handoff path has its own producer `App` (`build_app`); workers are Celery
 processes (`bench/_handoff_worker.py`: `build_app` + `use_app`, Celery app from `make_celery`,
 `--pool solo --concurrency 1`, the pool the e2e tests use). A handoff goes through `App.dispatch` (work
-row with lease + outbox row, durable commit, send right after the commit, then `mark_sent`: one
-`UPDATE … RETURNING`, relaxed commit) and `App.handle` (one transaction for the inbox check and the
-lease — `claim_lease`, `UPDATE … RETURNING`, relaxed commit —, the handler, then inbox row + work
-completion + event in one durable commit; on the `writer` queue the lease is taken inside that final
+row with lease + outbox row, durable commit, send right after the commit, then the sent-mark queued
+for `SentMarks`, whose thread writes a batch in one relaxed `UPDATE`) and `App.handle` (one transaction for the lease —
+`claim_lease`, `UPDATE … RETURNING`, relaxed commit —, the handler, then the inbox row with the work's
+completion — `settle`, one writable-CTE statement — + event in one durable commit; on the `writer` queue the lease is taken inside that final
 transaction instead, see below) with a no-op handler registered in `App.handlers`. The bare
 round trip is `send_task` of a no-op `bench.noop` task on the same broker, Celery settings and worker
 process as the shipped handoff. Latency: from just before the producer's commit (bare: just before
@@ -699,17 +698,17 @@ the WAL flush, used only for bookkeeping a crash turns into a retry (a lease tak
 again and deduplicated by the inbox).
 
 Since the lease was folded, the shipped consumer of a short queue (writer and reviewer; on
-PostgreSQL) takes the lease inside its final transaction: inbox `SELECT`, the lease `UPDATE … RETURNING`
-whose row is picked `FOR UPDATE SKIP LOCKED` (a duplicate copy finds it held at once; the sweeper skips
-the row), the handler, then inbox row + completion + event, one durable commit on one pooled connection.
+PostgreSQL) takes the lease inside its final transaction: the lease `UPDATE … RETURNING` whose row is
+picked `FOR UPDATE SKIP LOCKED` (a duplicate copy finds it held at once, or done if it was applied; the
+sweeper skips the row), the handler, then inbox row with completion + event, one durable commit on one pooled connection.
 *handoff, lease in its own transaction* is the path the researcher queue (which may index a large corpus
 first, for minutes) and the publisher queue (its runner renews the lease between destinations from
 another connection) keep, and every queue took before: measured in the same run.
 
 Paths besides the shipped one: *minimal outbox + inbox (floor)* (bench-side, same worker process as the
 shipped handoff): the producer inserts one outbox row and commits (durable), sends it with `send_task`
-right after the commit and marks it sent with the product's `Outbox.mark_sent`; the consumer task runs
-the product's inbox `claim` (inbox SELECT + INSERT) and commits (durable). No work row, no lease, no
+right after the commit and queues its sent-mark with the product's `SentMarks`; the consumer task runs
+the product's inbox `claim` (one `INSERT … ON CONFLICT DO NOTHING RETURNING`) and commits (durable). No work row, no lease, no
 event, no handler: the two durable commits and the broker hop any outbox + inbox design needs.
 *synchronous_commit=off (reference)*: every connection of that producer and worker skips the WAL flush
 wait — not a proposal (the outbox and inbox commits must be durable), it shows what the two durable
@@ -729,14 +728,19 @@ then the consumer's inbox, lease, completion and message-event statements became
 statements on the session's connection (the ORM stays for the handlers' own changes); then the lease
 of short work was folded into the consumer's final transaction (no second checkout, no relaxed commit
 before the handler), and the relay's sent-mark became one `UPDATE … WHERE id IN (…)` per batch with a
-relaxed commit, on Core statements (was: ORM objects, one `UPDATE` per row at the flush, durable commit).
+relaxed commit, on Core statements (was: ORM objects, one `UPDATE` per row at the flush, durable commit);
+then the consumer's inbox `SELECT` before the lease went (a copy of an applied message finds its work
+done, and only then is the inbox asked) and the inbox row and the work's completion became one statement
+on PostgreSQL (`outbox.inbox.settle`, a writable CTE, which also holds the saga's event chain for the
+`message applied` event); and the producer's sent-marks left its path for a thread of its process that
+writes each 50 ms's marks in one `UPDATE` (`outbox.writer.SentMarks`).
 
 {drain}
 
 {obs_table}
 
-Phases (the consumer's are stamped by wrappers around `already_applied` and `claim_lease` as
-`App.handle` looks them up in `orchestrator.app`, and by the handler; the floor's consumer is one
+Phases (the consumer's are stamped by a wrapper around `claim_lease` as `App.handle` looks it up in
+`orchestrator.app`, and by the handler; the floor's consumer is one
 transaction, shown only in its total):
 
 {breakdown}

@@ -13,7 +13,14 @@ from collections.abc import Callable
 from typing import Any
 
 from celery import Celery, Task
-from celery.signals import task_rejected, task_unknown, worker_init, worker_process_init
+from celery.signals import (
+    task_rejected,
+    task_unknown,
+    worker_init,
+    worker_process_init,
+    worker_process_shutdown,
+    worker_shutdown,
+)
 from kombu import Exchange, Queue  # type: ignore[attr-defined]
 
 from orchestrator.app import App
@@ -201,6 +208,17 @@ def _tracing_after_fork(**_: Any) -> None:
     from orchestrator.observability import start_tracing
 
     start_tracing(_service_name(), after_fork=True)
+
+
+@worker_process_shutdown.connect  # type: ignore[untyped-decorator]
+@worker_shutdown.connect  # type: ignore[untyped-decorator]
+def _write_sent_marks(**_: Any) -> None:
+    # A prefork child ends without the interpreter's exit hooks: write its queued
+    # sent-marks now (a mark lost only means the relay sends that row again).
+    with _app_lock:
+        app = _pressroom
+    if app is not None:
+        app.outbox.marks.flush()
 
 
 _queues_for_service: list[str] = []

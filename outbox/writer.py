@@ -4,12 +4,24 @@
 exists exactly when the state change does. Once that transaction commits,
 the row is offered to the broker at once (no polling delay on the hot path);
 whatever the broker did not take stays unsent for the relay.
+
+The rows the broker took are marked sent in batches (`SentMarks`): a thread
+of the producer's process writes every mark gathered within `interval` in one
+relaxed `UPDATE`, off the path of the unit of work that sent them. A mark is
+bookkeeping, never the truth about delivery: one lost to a crash (or not yet
+written) leaves its row for the relay once it is `relay_grace` old, and the
+copy it sends is deduplicated by the consumer's inbox.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
+import os
+import threading
+import time
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Table, bindparam, update
@@ -25,13 +37,95 @@ from telemetry import metrics, propagation
 log = logging.getLogger(__name__)
 
 _OUTBOX: Table = OutboxRow.__table__  # type: ignore[attr-defined]
-# Prebuilt, run on the unit of work's connection (the producer's hot path, once per handoff).
+# Prebuilt: one statement marks a whole batch (rows the relay marked meanwhile are left alone).
 _MARK_SENT = (
     update(_OUTBOX)
-    .where(_OUTBOX.c.id == bindparam("message_id"), _OUTBOX.c.sent_at.is_(None))
+    .where(_OUTBOX.c.id.in_(bindparam("ids", expanding=True)), _OUTBOX.c.sent_at.is_(None))
     .values(sent_at=bindparam("now", type_=_OUTBOX.c.sent_at.type), send_attempts=_OUTBOX.c.send_attempts + 1)
-    .returning(_OUTBOX.c.created_at, _OUTBOX.c.queue)
+    .returning(_OUTBOX.c.id, _OUTBOX.c.created_at, _OUTBOX.c.queue)
 )
+MARK_INTERVAL = 0.05
+"""Seconds a sent-mark may wait for others to share its `UPDATE`: far below the relay's grace."""
+MARK_BATCH = 500
+IDLE_SECONDS = 5.0
+
+
+class SentMarks:
+    """The producer's sent-marks, written in batches by a thread of this process.
+
+    `add` only queues the mark; the thread, started on first use (and again
+    in a forked child, which does not inherit threads), waits `interval` for
+    more, then writes them all in one relaxed transaction, and stops after
+    `IDLE_SECONDS` with nothing to do. `flush` writes what is queued from the
+    calling thread; it runs at interpreter exit too. A batch the database
+    refuses is dropped with a warning: its rows are the relay's to send again.
+    """
+
+    def __init__(self, engine: Engine, *, interval: float = MARK_INTERVAL, batch: int = MARK_BATCH) -> None:
+        self.engine = engine
+        self.interval = interval
+        self.batch = batch
+        self._pending: dict[str, datetime] = {}
+        self._ready = threading.Condition()
+        self._writing = threading.Lock()  # one batch at a time, in the order queued
+        self._thread: threading.Thread | None = None
+        self._pid = os.getpid()
+        self._at_exit = False
+
+    def add(self, message_id: str, sent_at: datetime) -> None:
+        with self._ready:
+            if self._pid != os.getpid():  # a forked child: neither the parent's marks nor its thread
+                self._pid, self._pending, self._thread = os.getpid(), {}, None
+            self._pending[message_id] = sent_at
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="pressroom-sent-marks", daemon=True)
+                self._thread.start()
+                if not self._at_exit:
+                    atexit.register(self.flush)
+                    self._at_exit = True
+            if len(self._pending) >= self.batch:
+                self._ready.notify()
+
+    def pending(self) -> int:
+        with self._ready:
+            return len(self._pending)
+
+    def flush(self) -> int:
+        """Write every queued mark now; how many rows were marked."""
+        with self._writing:
+            with self._ready:
+                marks, self._pending = self._pending, {}
+            return self._write(marks)
+
+    def _run(self) -> None:
+        idle_until = time.monotonic() + IDLE_SECONDS
+        while True:
+            with self._ready:
+                if not self._pending:
+                    if time.monotonic() >= idle_until:
+                        self._thread = None
+                        return
+                    self._ready.wait(IDLE_SECONDS)
+                    continue
+                if len(self._pending) < self.batch:
+                    self._ready.wait(self.interval)  # let the marks of other sends join this one
+            self.flush()
+            idle_until = time.monotonic() + IDLE_SECONDS
+
+    def _write(self, marks: dict[str, datetime]) -> int:
+        if not marks:
+            return 0
+        now = utcnow()
+        try:
+            with unit_of_work(self.engine) as uow:
+                relaxed_commit(uow.session)
+                marked = uow.session.connection().execute(_MARK_SENT, {"ids": list(marks), "now": now}).all()
+        except Exception as exc:  # the rows stay unsent: the relay sends them again
+            log.warning("could not mark %d outbox rows sent, left for the relay: %s", len(marks), exc)
+            return 0
+        for message_id, created_at, queue in marked:
+            metrics.record_outbox_lag((marks[message_id] - created_at).total_seconds(), queue)
+        return len(marked)
 
 
 def envelope_of(row: OutboxRow) -> Envelope:
@@ -44,6 +138,7 @@ class Outbox:
     def __init__(self, engine: Engine, broker: Broker) -> None:
         self.engine = engine
         self.broker = broker
+        self.marks = SentMarks(engine)
 
     def add(
         self,
@@ -70,7 +165,7 @@ class Outbox:
         return message_id
 
     def send_now(self, envelopes: Iterable[Envelope], attributes: dict[str, Any] | None = None) -> int:
-        """Offer committed rows to the broker; mark the ones it took as sent."""
+        """Offer committed rows to the broker; queue a sent-mark for each one it took."""
         sent = 0
         for env in envelopes:
             try:
@@ -81,20 +176,9 @@ class Outbox:
             except BrokerUnavailable as exc:
                 log.warning("left %s for the relay: %s", env.message_id, exc)
                 continue
-            self.mark_sent(env.message_id)
+            self.marks.add(env.message_id, utcnow())
             sent += 1
         return sent
 
-    def mark_sent(self, message_id: str) -> None:
-        now = utcnow()
-        with unit_of_work(self.engine) as uow:
-            relaxed_commit(uow.session)
-            marked = (
-                uow.session.connection().execute(_MARK_SENT, {"message_id": message_id, "now": now}).first()
-            )
-        if marked is not None:
-            created_at, queue = marked
-            metrics.record_outbox_lag((now - created_at).total_seconds(), queue)
 
-
-__all__ = ["Outbox", "envelope_of"]
+__all__ = ["MARK_INTERVAL", "Outbox", "SentMarks", "envelope_of"]

@@ -51,7 +51,10 @@ class Settings(BaseSettings):
     )
     relay_poll: float = Field(default=1.0, gt=0, description="relay idle poll interval, seconds")
     relay_grace: float = Field(
-        default=2.0, ge=0, description="age before the relay sends a row the writer did not"
+        default=2.0,
+        ge=0,
+        description="age before the relay sends a row its writer has not marked sent (writers mark "
+        "in batches every 50 ms: a grace below that sends rows twice, deduplicated by the inbox)",
     )
     allowed_roots: str | None = Field(
         default=None,
