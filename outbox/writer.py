@@ -19,7 +19,6 @@ import atexit
 import logging
 import os
 import threading
-import time
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
@@ -55,7 +54,8 @@ class SentMarks:
 
     `add` only queues the mark; the thread, started on first use (and again
     in a forked child, which does not inherit threads), waits `interval` for
-    more, then writes them all in one relaxed transaction, and stops after
+    more (or for a full batch), then writes them, one relaxed `UPDATE` per
+    `batch` marks, and stops after
     `IDLE_SECONDS` with nothing to do. `flush` writes what is queued from the
     calling thread; it runs at interpreter exit too. A batch the database
     refuses is dropped with a warning: its rows are the relay's to send again.
@@ -83,7 +83,7 @@ class SentMarks:
                 if not self._at_exit:
                     atexit.register(self.flush)
                     self._at_exit = True
-            if len(self._pending) >= self.batch:
+            if len(self._pending) in (1, self.batch):  # wakes an idle thread, or ends its wait
                 self._ready.notify()
 
     def pending(self) -> int:
@@ -91,26 +91,25 @@ class SentMarks:
             return len(self._pending)
 
     def flush(self) -> int:
-        """Write every queued mark now; how many rows were marked."""
+        """Write every queued mark now, `batch` per statement; how many rows were marked."""
         with self._writing:
             with self._ready:
                 marks, self._pending = self._pending, {}
-            return self._write(marks)
+            ids = list(marks)
+            return sum(
+                self._write({i: marks[i] for i in ids[at : at + self.batch]})
+                for at in range(0, len(ids), self.batch)
+            )
 
     def _run(self) -> None:
-        idle_until = time.monotonic() + IDLE_SECONDS
         while True:
             with self._ready:
-                if not self._pending:
-                    if time.monotonic() >= idle_until:
-                        self._thread = None
-                        return
-                    self._ready.wait(IDLE_SECONDS)
-                    continue
-                if len(self._pending) < self.batch:
-                    self._ready.wait(self.interval)  # let the marks of other sends join this one
+                if not self._ready.wait_for(lambda: bool(self._pending), timeout=IDLE_SECONDS):
+                    self._thread = None  # idle: the next mark starts a thread again
+                    return
+                # Let the marks of other sends join this one, unless a batch is full.
+                self._ready.wait_for(lambda: len(self._pending) >= self.batch, timeout=self.interval)
             self.flush()
-            idle_until = time.monotonic() + IDLE_SECONDS
 
     def _write(self, marks: dict[str, datetime]) -> int:
         if not marks:

@@ -127,3 +127,16 @@ def test_marks_are_written_by_a_thread_that_stops_when_idle(
     wait_until(lambda: not thread.is_alive(), timeout=10, what="the idle thread to stop")
     outbox.send_now(envelopes[1:])  # a new thread takes the next mark
     wait_until(lambda: not _unsent(outbox), timeout=10, what="the second mark")
+
+
+def test_a_mark_queued_while_the_thread_waits_idle_is_written_without_waiting_it_out(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import outbox.writer as writer
+
+    monkeypatch.setattr(writer, "IDLE_SECONDS", 600.0)
+    envelopes, outbox, _ = _rows(url, 2)
+    outbox.send_now(envelopes[:1])
+    wait_until(lambda: not outbox.marks.pending(), timeout=10, what="the first mark")
+    outbox.send_now(envelopes[1:])  # the thread is waiting for work, up to 600 s
+    wait_until(lambda: not _unsent(outbox), timeout=10, what="the second mark")
