@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Float, Table, bindparam, update
+from sqlalchemy import Float, Insert, Table, bindparam
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Field, Session, SQLModel
@@ -30,25 +30,44 @@ class SagaBudgetRow(SQLModel, table=True):
 
 
 _TABLE: Table = SagaBudgetRow.__table__  # type: ignore[attr-defined]
-_BUMP = (
-    update(_TABLE)
-    .where(_TABLE.c.saga_id == bindparam("b_saga"))
-    .values(
-        calls=_TABLE.c.calls + bindparam("b_calls"),
-        tokens=_TABLE.c.tokens + bindparam("b_tokens"),
-        cost=_TABLE.c.cost + bindparam("b_cost", type_=Float()),
+
+
+def _charge_statement(dialect: str, *, limited: bool) -> Insert:
+    """One statement per charge: the saga's row is created by its first charge and added to
+    after that; with a limit, the addition is made only while it stays within the limit
+    (nothing comes back when it would not). Prebuilt, run on the caller's connection."""
+    insert = pg_insert if dialect == "postgresql" else sqlite_insert
+    new = insert(_TABLE).values(
+        saga_id=bindparam("b_saga"),
+        calls=bindparam("b_calls"),
+        tokens=bindparam("b_tokens"),
+        cost=bindparam("b_cost", type_=Float()),
         updated_at=bindparam("b_now", type_=_TABLE.c.updated_at.type),
     )
-    .returning(_TABLE.c.calls, _TABLE.c.tokens, _TABLE.c.cost)
-)
-# Prebuilt (run on the caller's connection, as every write of the harness's path).
-_BUMP_WITHIN = _BUMP.where(_TABLE.c.calls + bindparam("b_calls") <= bindparam("b_limit"))
+    add = {
+        "calls": _TABLE.c.calls + new.excluded.calls,
+        "tokens": _TABLE.c.tokens + new.excluded.tokens,
+        "cost": _TABLE.c.cost + new.excluded.cost,
+        "updated_at": new.excluded.updated_at,
+    }
+    within = _TABLE.c.calls + new.excluded.calls <= bindparam("b_limit") if limited else None
+    upsert: Insert = new.on_conflict_do_update(index_elements=[_TABLE.c.saga_id], set_=add, where=within)
+    return upsert.returning(_TABLE.c.calls, _TABLE.c.tokens, _TABLE.c.cost)
+
+
+_CHARGE: dict[tuple[str, bool], Insert] = {
+    (dialect, limited): _charge_statement(dialect, limited=limited)
+    for dialect in ("postgresql", "sqlite")
+    for limited in (False, True)
+}
 
 
 def charge(s: Session, c: Charge) -> Spent:
-    """Add `c` to its saga's row, atomically; raises `BudgetExhausted` (changing nothing) when over."""
+    """Add `c` to its saga's row, atomically, in one statement; raises `BudgetExhausted`
+    (changing nothing) when over."""
+    if over(Spent(), c):  # over even as the saga's first charge
+        raise exhausted(c, spent(s, c.saga_id))
     conn = s.connection()
-    bump = _BUMP_WITHIN if c.limit > 0 else _BUMP
     params = {
         "b_saga": c.saga_id,
         "b_calls": c.calls,
@@ -57,28 +76,14 @@ def charge(s: Session, c: Charge) -> Spent:
         "b_now": utcnow(),
         "b_limit": c.limit,
     }
-    row = conn.execute(bump, params).first()
-    if row is not None:
-        return Spent(calls=row[0], tokens=row[1], cost=row[2])
-    existing = s.get(SagaBudgetRow, c.saga_id)
-    if existing is not None:  # the row is there and the charge would go over
-        raise exhausted(c, Spent(existing.calls, existing.tokens, existing.cost))
-    first = Spent()
-    if over(first, c):
-        raise exhausted(c, first)
-    values = {"saga_id": c.saga_id, "calls": 0, "tokens": 0, "cost": 0.0, "updated_at": utcnow()}
-    dialect = s.get_bind().dialect.name
-    insert = pg_insert if dialect == "postgresql" else sqlite_insert
-    conn.execute(insert(_TABLE).values(**values).on_conflict_do_nothing(index_elements=["saga_id"]))
-    row = conn.execute(bump, params).first()
-    if row is None:  # a concurrent charge took the last call between the two statements
-        got = s.get(SagaBudgetRow, c.saga_id, populate_existing=True)
-        raise exhausted(c, Spent(got.calls, got.tokens, got.cost) if got else first)
+    row = conn.execute(_CHARGE[conn.dialect.name, c.limit > 0], params).first()
+    if row is None:  # the row is there and the charge would go over
+        raise exhausted(c, spent(s, c.saga_id))
     return Spent(calls=row[0], tokens=row[1], cost=row[2])
 
 
 def spent(s: Session, saga_id: str) -> Spent:
-    row = s.get(SagaBudgetRow, saga_id)
+    row = s.get(SagaBudgetRow, saga_id, populate_existing=True)
     return Spent(row.calls, row.tokens, row.cost) if row else Spent()
 
 

@@ -1,0 +1,75 @@
+"""A saga's budget charge: one statement that creates the row, adds to it, and refuses
+(changing nothing) a charge that would go over the limit, also under concurrent charges."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from orchestrator.harness.budget import BudgetExhausted, Charge, Spent
+from orchestrator.store.budget import charge, spent
+from orchestrator.store.db import make_engine, unit_of_work
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def url(request: pytest.FixtureRequest, sqlite_url: str) -> str:
+    return sqlite_url if request.param == "sqlite" else str(request.getfixturevalue("pg_url"))
+
+
+def _charge(engine, c: Charge) -> Spent:  # type: ignore[no-untyped-def]
+    with unit_of_work(engine) as uow:
+        return charge(uow.session, c)
+
+
+def _spent(engine, saga_id: str) -> Spent:  # type: ignore[no-untyped-def]
+    with unit_of_work(engine) as uow:
+        return spent(uow.session, saga_id)
+
+
+def test_the_first_charge_creates_the_row_and_later_ones_add_to_it(url: str) -> None:
+    engine = make_engine(url)
+    assert _charge(engine, Charge("s-1", limit=0, tokens=10, cost=0.5)) == Spent(1, 10, 0.5)
+    assert _charge(engine, Charge("s-1", limit=0, calls=2, tokens=5)) == Spent(3, 15, 0.5)
+    assert _charge(engine, Charge("s-2", limit=0)) == Spent(1, 0, 0.0)
+    assert _spent(engine, "s-1") == Spent(3, 15, 0.5)
+
+
+def test_a_charge_over_the_limit_is_refused_and_changes_nothing(url: str) -> None:
+    engine = make_engine(url)
+    for n in (1, 2, 3):
+        assert _charge(engine, Charge("s-1", limit=3)).calls == n
+    with pytest.raises(BudgetExhausted, match="3 of 3 tool calls spent"):
+        _charge(engine, Charge("s-1", limit=3, tokens=99))
+    assert _spent(engine, "s-1") == Spent(3, 0, 0.0)
+
+
+def test_a_first_charge_bigger_than_the_limit_writes_no_row(url: str) -> None:
+    engine = make_engine(url)
+    with pytest.raises(BudgetExhausted, match="0 of 2 tool calls spent"):
+        _charge(engine, Charge("s-1", limit=2, calls=3))
+    assert _spent(engine, "s-1") == Spent()
+    assert _charge(engine, Charge("s-1", limit=2, calls=2)).calls == 2
+
+
+def test_concurrent_charges_never_spend_past_the_limit(pg_url: str) -> None:
+    engine = make_engine(pg_url)
+    granted: list[int] = []
+    refused: list[int] = []
+    start = threading.Barrier(8)
+
+    def agent() -> None:
+        start.wait()
+        for _ in range(5):
+            try:
+                granted.append(_charge(engine, Charge("s-1", limit=25)).calls)
+            except BudgetExhausted:
+                refused.append(1)
+
+    threads = [threading.Thread(target=agent) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert sorted(granted) == list(range(1, 26)) and len(refused) == 15
+    assert _spent(engine, "s-1").calls == 25
