@@ -16,9 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
-from sqlmodel import Session, col, select
+from sqlalchemy import Row, Table, and_, bindparam
+from sqlalchemy import select as sa_select
+from sqlmodel import Session, select
 
-from orchestrator.core.errors import InvalidInput, Refused
+from orchestrator.core.errors import InvalidInput, NotFound, Refused
 from orchestrator.harness.declare import high_risk, read_only, reversible_write
 from orchestrator.harness.digests import business_key
 from orchestrator.harness.links import LinkPolicy, describe, foreign_links
@@ -118,23 +120,15 @@ class PublishingTools:
 
     # -- executors ----------------------------------------------------------
     def _publish(self, ctx: ToolContext, args: PublishArgs) -> dict[str, Any]:
-        with Session(self.engine) as s:
-            saga, version = _saga_and_version(s, args)
-            if saga.state not in (SagaState.APPROVED, SagaState.EXECUTING):
-                raise Refused(f"saga {saga.id} is {saga.state}; publishing needs approved or executing")
-            if foreign := foreign_links(version.markdown, self.links):
-                # Nothing leaves for any destination: not a link or image outside PRESSROOM_LINK_HOSTS.
-                raise Refused(
-                    f"version {version.number} links outside PRESSROOM_LINK_HOSTS: {describe(foreign)}"
-                )
-            published = PublishedVersion(
-                saga_id=saga.id,
-                version=version.number,
-                version_digest=version.digest,
-                title=version.title,
-                slug=slugify(version.title),
-                markdown=version.markdown,
-                approver=_approver(s, saga.id, version.digest),
+        with self.engine.connect() as conn:
+            found = conn.execute(
+                _PUBLISH_INPUTS, {"saga_id": args.saga_id, "digest": args.version_digest}
+            ).first()
+        published = _published_version(args, found)
+        if foreign := foreign_links(published.markdown, self.links):
+            # Nothing leaves for any destination: not a link or image outside PRESSROOM_LINK_HOSTS.
+            raise Refused(
+                f"version {published.version} links outside PRESSROOM_LINK_HOSTS: {describe(foreign)}"
             )
         # Once more with the very bytes and path about to be used: the intent's
         # checks ran in another transaction, a moment ago.
@@ -235,32 +229,65 @@ class PublishingTools:
         set_step(s, step, StepState.COMPENSATED, actor=ctx.actor)
 
 
-def _saga_and_version(s: Session, args: PublishArgs) -> tuple[SagaRow, VersionRow]:
-    saga = records.load_saga(s, args.saga_id)
-    if args.destination not in saga.destinations:
-        raise InvalidInput(f"{args.destination} is not a destination of saga {saga.id}")
-    version = s.exec(
-        select(VersionRow).where(VersionRow.saga_id == saga.id, VersionRow.digest == args.version_digest)
-    ).first()
-    if version is None:
-        raise InvalidInput(f"saga {saga.id} has no version with digest {args.version_digest[:12]}…")
-    if version.number != saga.head_version:
-        raise Refused(f"version {version.number} is not the head of saga {saga.id}")
-    return saga, version
-
-
-def _approver(s: Session, saga_id: str, digest: str) -> str | None:
-    """The person whose consumed approval of this digest the publish runs under."""
-    row = s.exec(
-        select(ApprovalRow)
-        .where(
-            ApprovalRow.saga_id == saga_id,
-            ApprovalRow.version_digest == digest,
-            col(ApprovalRow.consumed_at).is_not(None),
+# What the executor reads before the effect, in one statement: the saga's state, destinations
+# and head, the version the call names (with its bytes) and the approver of its latest consumed
+# approval (the person the publish runs under).
+_SAGAS: Table = SagaRow.__table__  # type: ignore[attr-defined]
+_VERSIONS: Table = VersionRow.__table__  # type: ignore[attr-defined]
+_APPROVALS: Table = ApprovalRow.__table__  # type: ignore[attr-defined]
+_APPROVER = (
+    sa_select(_APPROVALS.c.approver)
+    .where(
+        _APPROVALS.c.saga_id == _SAGAS.c.id,
+        _APPROVALS.c.version_digest == bindparam("digest"),
+        _APPROVALS.c.consumed_at.is_not(None),
+    )
+    .order_by(_APPROVALS.c.consumed_at.desc())
+    .limit(1)
+    .scalar_subquery()
+)
+_PUBLISH_INPUTS = (
+    sa_select(
+        _SAGAS.c.state,
+        _SAGAS.c.destinations,
+        _SAGAS.c.head_version,
+        _VERSIONS.c.number,
+        _VERSIONS.c.title,
+        _VERSIONS.c.markdown,
+        _APPROVER.label("approver"),
+    )
+    .select_from(
+        _SAGAS.outerjoin(
+            _VERSIONS, and_(_VERSIONS.c.saga_id == _SAGAS.c.id, _VERSIONS.c.digest == bindparam("digest"))
         )
-        .order_by(col(ApprovalRow.consumed_at).desc())
-    ).first()
-    return row.approver if row is not None else None
+    )
+    .where(_SAGAS.c.id == bindparam("saga_id"))
+)
+
+
+def _published_version(args: PublishArgs, found: Row[Any] | None) -> PublishedVersion:
+    """The version a publish sends, or why it may not: checked on what `_PUBLISH_INPUTS` read."""
+    if found is None:
+        raise NotFound(f"no saga {args.saga_id!r}", saga_id=args.saga_id)
+    values: tuple[Any, ...] = tuple(found)
+    state, destinations, head, number, title, markdown, approver = values
+    if args.destination not in destinations:
+        raise InvalidInput(f"{args.destination} is not a destination of saga {args.saga_id}")
+    if number is None:
+        raise InvalidInput(f"saga {args.saga_id} has no version with digest {args.version_digest[:12]}…")
+    if number != head:
+        raise Refused(f"version {number} is not the head of saga {args.saga_id}")
+    if state not in (SagaState.APPROVED, SagaState.EXECUTING):
+        raise Refused(f"saga {args.saga_id} is {state}; publishing needs approved or executing")
+    return PublishedVersion(
+        saga_id=args.saga_id,
+        version=number,
+        version_digest=args.version_digest,
+        title=title,
+        slug=slugify(title),
+        markdown=markdown,
+        approver=approver,
+    )
 
 
 def _step(s: Session, saga: SagaRow, uri: str) -> StepRow:
