@@ -19,6 +19,7 @@ import atexit
 import logging
 import os
 import threading
+import weakref
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
@@ -65,17 +66,20 @@ class SentMarks:
         self.engine = engine
         self.interval = interval
         self.batch = batch
+        self._at_exit = False
+        self._start_afresh()
+        _ALL.add(self)
+
+    def _start_afresh(self) -> None:
+        """No marks, no thread, new locks: at creation, and in a forked child (which inherits
+        neither the parent's thread nor its marks, and may inherit a lock that thread held)."""
         self._pending: dict[str, datetime] = {}
         self._ready = threading.Condition()
         self._writing = threading.Lock()  # one batch at a time, in the order queued
         self._thread: threading.Thread | None = None
-        self._pid = os.getpid()
-        self._at_exit = False
 
     def add(self, message_id: str, sent_at: datetime) -> None:
         with self._ready:
-            if self._pid != os.getpid():  # a forked child: neither the parent's marks nor its thread
-                self._pid, self._pending, self._thread = os.getpid(), {}, None
             self._pending[message_id] = sent_at
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="pressroom-sent-marks", daemon=True)
@@ -125,6 +129,17 @@ class SentMarks:
         for message_id, created_at, queue in marked:
             metrics.record_outbox_lag((marks[message_id] - created_at).total_seconds(), queue)
         return len(marked)
+
+
+_ALL: weakref.WeakSet[SentMarks] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for marks in list(_ALL):
+        marks._start_afresh()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def envelope_of(row: OutboxRow) -> Envelope:

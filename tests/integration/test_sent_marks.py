@@ -4,6 +4,7 @@ sending path, and still written when a short-lived command exits right after sen
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 
 import pytest
@@ -140,3 +141,34 @@ def test_a_mark_queued_while_the_thread_waits_idle_is_written_without_waiting_it
     wait_until(lambda: not outbox.marks.pending(), timeout=10, what="the first mark")
     outbox.send_now(envelopes[1:])  # the thread is waiting for work, up to 600 s
     wait_until(lambda: not _unsent(outbox), timeout=10, what="the second mark")
+
+
+def test_a_forked_child_starts_without_the_parents_marks_or_locks(sqlite_url: str) -> None:
+    import os
+
+    envelopes, outbox, _ = _rows(sqlite_url, 2)
+    marks = SentMarks(outbox.engine, interval=60)
+    marks.add(envelopes[0].message_id, utcnow())  # the parent's, queued
+    marks._writing.acquire()  # as if the parent's thread were writing a batch at the fork
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child: exits with what it found
+            code = 1
+            try:
+                if marks.pending() == 0:
+                    marks.add(envelopes[1].message_id, utcnow())
+                    code = 0 if marks.flush() == 1 else 2
+            finally:
+                os._exit(code)
+    finally:
+        marks._writing.release()
+    deadline = time.monotonic() + 30
+    while (done := os.waitpid(pid, os.WNOHANG)) == (0, 0) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if done == (0, 0):
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        pytest.fail("the child hung on a lock it inherited")
+    assert os.waitstatus_to_exitcode(done[1]) == 0
+    assert _unsent(outbox) == {envelopes[0].message_id}, "the child marked its own row, not the parent's"
+    assert marks.flush() == 1  # the parent's mark is still the parent's to write
