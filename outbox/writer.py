@@ -56,17 +56,16 @@ class SentMarks:
     `add` only queues the mark; the thread, started on first use (and again
     in a forked child, which does not inherit threads), waits `interval` for
     more (or for a full batch), then writes them, one relaxed `UPDATE` per
-    `batch` marks, and stops after
-    `IDLE_SECONDS` with nothing to do. `flush` writes what is queued from the
-    calling thread; it runs at interpreter exit too. A batch the database
-    refuses is dropped with a warning: its rows are the relay's to send again.
+    `batch` marks, and stops after `IDLE_SECONDS` with nothing to do. `flush`
+    writes what is queued from the calling thread; it runs for every instance
+    at interpreter exit too. A batch the database refuses is dropped with a
+    warning: its rows are the relay's to send again.
     """
 
     def __init__(self, engine: Engine, *, interval: float = MARK_INTERVAL, batch: int = MARK_BATCH) -> None:
         self.engine = engine
         self.interval = interval
         self.batch = batch
-        self._at_exit = False
         self._start_afresh()
         _ALL.add(self)
 
@@ -84,9 +83,6 @@ class SentMarks:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="pressroom-sent-marks", daemon=True)
                 self._thread.start()
-                if not self._at_exit:
-                    atexit.register(self.flush)
-                    self._at_exit = True
             if len(self._pending) in (1, self.batch):  # wakes an idle thread, or ends its wait
                 self._ready.notify()
 
@@ -134,11 +130,17 @@ class SentMarks:
 _ALL: weakref.WeakSet[SentMarks] = weakref.WeakSet()
 
 
+def _flush_all() -> None:
+    for marks in list(_ALL):
+        marks.flush()
+
+
 def _after_fork_in_child() -> None:
     for marks in list(_ALL):
         marks._start_afresh()
 
 
+atexit.register(_flush_all)
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 

@@ -81,7 +81,8 @@ def hold_chain(session: Session, saga_id: str) -> str:
 
 
 def chain_held(session: Session, saga_id: str, head: str | None) -> None:
-    """Keep the head a statement with `chain_hold` returned: the chain is held (PostgreSQL)."""
+    """Keep the head a statement with `chain_hold` returned: the chain is held (PostgreSQL).
+    A head this transaction already keeps stays: its own events may not be flushed yet."""
     _heads(session).setdefault(saga_id, head or GENESIS)
 
 
