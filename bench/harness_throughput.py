@@ -343,7 +343,7 @@ def run_database(
         assert store.effects - before == len(sagas), "every publish applied exactly once"
         blocks.extend(building_blocks(label, app.engine))
     finally:
-        app.engine.dispose()
+        app.close()
     return results
 
 

@@ -226,7 +226,7 @@ def run_database(label: str, url: str, workdir: Path, hook_url: str, n: int) -> 
                 }
             )
     finally:
-        app.engine.dispose()
+        app.close()
     return results
 
 

@@ -171,7 +171,7 @@ def child_sagas(corpus: Path, index_dir: Path, work: Path, sagas: int) -> dict[s
             raise SystemExit(f"saga ended {out['state']}: {out.get('reason')}")
         if run:  # the first saga warms imports, the schema and the caches
             samples.append({**{name: spent[task] for task, name in stages}, "submit": wall})
-    app.engine.dispose()
+    app.close()
     row: dict[str, Any] = {
         k: statistics.median(s[k] for s in samples) for k in ("research", "write", "review", "submit")
     }

@@ -145,7 +145,7 @@ def main() -> None:
         final_flush = time.perf_counter() - t
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/stats", timeout=30) as resp:
             received: dict[str, Any] = json.loads(resp.read())
-        app.engine.dispose()
+        app.close()
     finally:
         receiver.terminate()  # the receiver process this bench started
         receiver.wait(timeout=10)

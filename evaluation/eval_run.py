@@ -66,7 +66,7 @@ def run_once(case: Path, brief: str, expect: dict[str, Any], run: int, model: st
         try:
             return _saga(app, recorders[0], case, brief, expect, run, model)
         finally:
-            app.engine.dispose()
+            app.close()
 
 
 def _saga(

@@ -204,7 +204,7 @@ def publish_flow(database_url: str, workdir: Path, *, status_known: bool) -> Out
             )
         calls = dest.calls["publish"]
     finally:
-        app.engine.dispose()
+        app.close()
     if status_known:
         out = Outcome("publish-flow-timeout-status-applied", ROW_TIMEOUT, recoverable=True)
         out.checks.update(

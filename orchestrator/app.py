@@ -72,6 +72,12 @@ class App:
     # PostgreSQL (`folds_lease`): short work that never renews its lease.
     short_queues: frozenset[str] = frozenset({"writer", "reviewer"})
 
+    def close(self) -> None:
+        """Write the sent-marks still queued, then let the database go: an App whose
+        database is about to be removed (a test's, an evaluation run's) closes first."""
+        self.outbox.marks.close()
+        self.engine.dispose()
+
     # -- producing ---------------------------------------------------------
     def dispatch(
         self,

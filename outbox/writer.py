@@ -76,15 +76,24 @@ class SentMarks:
         self._ready = threading.Condition()
         self._writing = threading.Lock()  # one batch at a time, in the order queued
         self._thread: threading.Thread | None = None
+        self._closing = False
 
     def add(self, message_id: str, sent_at: datetime) -> None:
         with self._ready:
             self._pending[message_id] = sent_at
+            self._closing = False
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="pressroom-sent-marks", daemon=True)
                 self._thread.start()
             if len(self._pending) in (1, self.batch):  # wakes an idle thread, or ends its wait
                 self._ready.notify()
+
+    def close(self) -> None:
+        """Write what is queued and stop the thread (a later mark starts one again)."""
+        with self._ready:
+            self._closing = True
+            self._ready.notify()
+        self.flush()
 
     def pending(self) -> int:
         with self._ready:
@@ -104,8 +113,9 @@ class SentMarks:
     def _run(self) -> None:
         while True:
             with self._ready:
-                if not self._ready.wait_for(lambda: bool(self._pending), timeout=IDLE_SECONDS):
-                    self._thread = None  # idle: the next mark starts a thread again
+                work = self._ready.wait_for(lambda: self._pending or self._closing, timeout=IDLE_SECONDS)
+                if not work or self._closing:
+                    self._thread = None  # idle or closed: the next mark starts a thread again
                     return
                 # Let the marks of other sends join this one, unless a batch is full.
                 self._ready.wait_for(lambda: len(self._pending) >= self.batch, timeout=self.interval)

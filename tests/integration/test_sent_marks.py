@@ -172,3 +172,33 @@ def test_a_forked_child_starts_without_the_parents_marks_or_locks(sqlite_url: st
     assert os.waitstatus_to_exitcode(done[1]) == 0
     assert _unsent(outbox) == {envelopes[0].message_id}, "the child marked its own row, not the parent's"
     assert marks.flush() == 1  # the parent's mark is still the parent's to write
+
+
+def test_closing_an_app_writes_its_marks_and_stops_writing(
+    tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import outbox.writer as writer
+    from orchestrator import services
+    from orchestrator.bootstrap import build_app
+    from orchestrator.core.config import Settings
+
+    monkeypatch.setattr(writer, "IDLE_SECONDS", 600.0)  # only closing ends the thread in time
+    url = f"sqlite:///{tmp_path / 'p.db'}"
+    app = build_app(Settings(database_url=url, broker_url="inline://", secret="t"))
+    services.submit(
+        app,
+        brief="history of the library network",
+        corpus=str(corpus),
+        destinations=[f"site:{tmp_path / 'site'}"],
+        actor="dana",
+    )
+    thread = app.outbox.marks._thread
+    app.close()
+    assert app.outbox.marks.pending() == 0
+    if thread is not None:  # the thread ends at once: nothing writes to the database after close
+        thread.join(timeout=10)
+        assert not thread.is_alive()
+    engine = make_engine(url)
+    with Session(engine) as s:
+        rows = s.exec(select(OutboxRow)).all()
+    assert rows and all(r.sent_at is not None for r in rows)
