@@ -33,7 +33,7 @@ from orchestrator.store.tables import SagaRow
 from orchestrator.store.work import claim_lease, new_work
 from orchestrator.toolpath.engine import Harness
 from outbox.broker import Broker, InlineBroker
-from outbox.handlers import Handler
+from outbox.handlers import Finalizer, Handler
 from outbox.inbox import already_applied, settle
 from outbox.messages import ArtifactRef, Envelope, Handoff
 from outbox.relay import Relay
@@ -185,7 +185,6 @@ class App:
     def _handle_with_lease_first(self, env: Envelope, handoff: Handoff) -> str:
         """The lease in a relaxed transaction of its own, then the handler, then the
         inbox row, the completion and the handler's changes in one durable commit."""
-        consumer = env.task
         with unit_of_work(self.engine) as uow:
             taken = claim_lease(uow.session, handoff.work_id, env.message_id, self.settings.lease_seconds)
             if taken is None:
@@ -201,18 +200,10 @@ class App:
             return self._set_aside(env, handoff, exc)
         try:
             with unit_of_work(self.engine) as uow:
-                settled = settle(
-                    uow.session, env.message_id, consumer, work_id=handoff.work_id, saga_id=handoff.saga_id
-                )
-                if settled != "applied":
-                    uow.session.rollback()
-                    return settled
-                finalize(uow)
-                self._applied_event(uow, env, handoff)
+                return self._settled(uow, env, handoff, finalize)
         except IntegrityError:
             # A copy of this message committed its inbox row first: nothing applied twice.
             return "duplicate"
-        return "applied"
 
     def _handle_in_one_transaction(self, env: Envelope, handoff: Handoff) -> str:
         """Lease, handler, inbox row with the completion (`settle`) and the handler's
@@ -227,7 +218,6 @@ class App:
         the lease it had runs out, without counting an attempt (as for a message
         the broker lost).
         """
-        consumer = env.task
         try:
             with unit_of_work(self.engine) as uow:
                 taken = claim_lease(uow.session, handoff.work_id, env.message_id, self.settings.lease_seconds)
@@ -246,17 +236,22 @@ class App:
                     relaxed_commit(uow.session)
                     uow.session.commit()
                     raise
-                settled = settle(
-                    uow.session, env.message_id, consumer, work_id=handoff.work_id, saga_id=handoff.saga_id
-                )
-                if settled != "applied":
-                    uow.session.rollback()
-                    return settled
-                finalize(uow)
-                self._applied_event(uow, env, handoff)
+                return self._settled(uow, env, handoff, finalize)
         except IntegrityError:
             return "duplicate"
-        return "applied"
+
+    def _settled(self, uow: UnitOfWork, env: Envelope, handoff: Handoff, finalize: Finalizer) -> str:
+        """The end of a message's final transaction: its inbox row with its work's completion,
+        then the handler's changes and the `message applied` event; or a rollback and why."""
+        settled = settle(
+            uow.session, env.message_id, env.task, work_id=handoff.work_id, saga_id=handoff.saga_id
+        )
+        if settled != "applied":
+            uow.session.rollback()
+            return settled
+        finalize(uow)
+        self._applied_event(uow, env, handoff)
+        return settled
 
     def _not_taken(self, uow: UnitOfWork, env: Envelope, handoff: Handoff) -> str:
         """The lease was not ours to take: the message was applied already (its inbox

@@ -22,6 +22,7 @@ from orchestrator.store.outbox_tables import OutboxRow
 from orchestrator.store.tables import utcnow
 from outbox.broker import Broker, BrokerUnavailable
 from outbox.messages import Envelope
+from outbox.writer import MARK_SENT
 from telemetry import metrics, propagation
 
 log = logging.getLogger(__name__)
@@ -41,11 +42,6 @@ _UNSENT = (
     )
     .where(_OUTBOX.c.sent_at.is_(None), _OUTBOX.c.created_at <= bindparam("cutoff"))
     .order_by(_OUTBOX.c.created_at)
-)
-_MARK_SENT = (
-    update(_OUTBOX)
-    .where(_OUTBOX.c.id.in_(bindparam("ids", expanding=True)), _OUTBOX.c.sent_at.is_(None))
-    .values(sent_at=bindparam("now"), send_attempts=_OUTBOX.c.send_attempts + 1)
 )
 _REFUSED = (
     update(_OUTBOX)
@@ -114,7 +110,7 @@ class Relay:
                 sent.append(row.id)
                 self.failures = 0
             if sent:
-                conn.execute(_MARK_SENT, {"ids": sent, "now": utcnow()})
+                conn.execute(MARK_SENT, {"ids": sent, "now": utcnow()})
                 relaxed_commit(uow.session)
         return len(sent)
 

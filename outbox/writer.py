@@ -37,8 +37,9 @@ from telemetry import metrics, propagation
 log = logging.getLogger(__name__)
 
 _OUTBOX: Table = OutboxRow.__table__  # type: ignore[attr-defined]
-# Prebuilt: one statement marks a whole batch (rows the relay marked meanwhile are left alone).
-_MARK_SENT = (
+# Prebuilt: one statement marks a whole batch, the producer's and the relay's (a row the
+# other one marked meanwhile is left alone).
+MARK_SENT = (
     update(_OUTBOX)
     .where(_OUTBOX.c.id.in_(bindparam("ids", expanding=True)), _OUTBOX.c.sent_at.is_(None))
     .values(sent_at=bindparam("now", type_=_OUTBOX.c.sent_at.type), send_attempts=_OUTBOX.c.send_attempts + 1)
@@ -128,7 +129,7 @@ class SentMarks:
         try:
             with unit_of_work(self.engine) as uow:
                 relaxed_commit(uow.session)
-                marked = uow.session.connection().execute(_MARK_SENT, {"ids": list(marks), "now": now}).all()
+                marked = uow.session.connection().execute(MARK_SENT, {"ids": list(marks), "now": now}).all()
         except Exception as exc:  # the rows stay unsent: the relay sends them again
             log.warning("could not mark %d outbox rows sent, left for the relay: %s", len(marks), exc)
             return 0
@@ -207,4 +208,4 @@ class Outbox:
         return sent
 
 
-__all__ = ["MARK_INTERVAL", "Outbox", "SentMarks", "envelope_of"]
+__all__ = ["MARK_INTERVAL", "MARK_SENT", "Outbox", "SentMarks", "envelope_of"]
