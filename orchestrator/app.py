@@ -21,7 +21,7 @@ from sqlalchemy.exc import IntegrityError
 
 from orchestrator.core.clock import Clock
 from orchestrator.core.config import Settings
-from orchestrator.core.errors import InvalidInput, NotFound, Refused, RetryLater
+from orchestrator.core.errors import InvalidInput, NotFound, Parked, Refused, RetryLater
 from orchestrator.core.routing import queue_of
 from orchestrator.harness.principals import acting
 from orchestrator.harness.registry import Registry
@@ -30,7 +30,7 @@ from orchestrator.store.db import UnitOfWork, relaxed_commit, unit_of_work
 from orchestrator.store.harness_store import SqlHarnessStore, insert_event
 from orchestrator.store.people import SqlPeopleStore
 from orchestrator.store.tables import SagaRow
-from orchestrator.store.work import claim_lease, new_work
+from orchestrator.store.work import claim_lease, give_back, new_work
 from orchestrator.toolpath.engine import Harness
 from outbox.broker import Broker, InlineBroker
 from outbox.handlers import Finalizer, Handler
@@ -128,9 +128,12 @@ class App:
                 uow, saga_id=saga_id, task=task, queue=queue, payload=work.payload, attributes=attrs
             )
 
-    def resend(self, uow: UnitOfWork, task: str, payload: dict[str, Any], saga_id: str) -> str:
-        """Send existing work again through the outbox (lease recovery)."""
-        with _joined_span(f"recover {task}", uow, saga_id):
+    def resend(
+        self, uow: UnitOfWork, task: str, payload: dict[str, Any], saga_id: str, *, why: str = "recover"
+    ) -> str:
+        """Send existing work again through the outbox: `recover` after its lease ran
+        out, `resume` when a parked delivery's destination has a free turn."""
+        with _joined_span(f"{why} {task}", uow, saga_id):
             return self.outbox.add(
                 uow,
                 saga_id=saga_id,
@@ -193,6 +196,9 @@ class App:
         handler = self.handlers[env.task]
         try:
             finalize = handler(handoff, env.message_id)
+        except Parked as exc:
+            give_back(self.engine, handoff.work_id, env.message_id, self.settings.lease_seconds)
+            return self._parked(env, handoff, exc)
         except RetryLater as exc:
             # The lease is kept: the sweeper sends the work again once it runs out.
             return self._deferred(env, handoff, exc)
@@ -225,6 +231,9 @@ class App:
                     return self._not_taken(uow, env, handoff)
                 try:
                     finalize = self.handlers[env.task](handoff, env.message_id)
+                except Parked as exc:
+                    uow.session.rollback()  # the claim goes: the work is as it was before this delivery
+                    return self._parked(env, handoff, exc)
                 except RetryLater as exc:
                     relaxed_commit(uow.session)
                     uow.session.commit()
@@ -280,6 +289,17 @@ class App:
             detail={"message_id": env.message_id, "reason": str(exc)},
         )
         return "deferred"
+
+    def _parked(self, env: Envelope, handoff: Handoff, exc: Parked) -> str:
+        """The lease is back: record why, then have the work sent again when a turn is free."""
+        self._deferred(env, handoff, exc)
+
+        def wake() -> None:
+            with unit_of_work(self.engine) as uow:
+                self.resend(uow, env.task, env.payload, handoff.saga_id, why="resume")
+
+        self.runner.limits.when_free(exc.destinations, wake)
+        return "parked"
 
     def _set_aside(self, env: Envelope, handoff: Handoff, exc: Exception) -> str:
         # No retry fixes this: set it aside instead of letting its lease bring it back.

@@ -212,12 +212,15 @@ def _tracing_after_fork(**_: Any) -> None:
 
 @worker_process_shutdown.connect  # type: ignore[untyped-decorator]
 @worker_shutdown.connect  # type: ignore[untyped-decorator]
-def _write_sent_marks(**_: Any) -> None:
-    # A prefork child ends without the interpreter's exit hooks: write its queued
-    # sent-marks now (a mark lost only means the relay sends that row again).
+def _hand_on_before_exit(**_: Any) -> None:
+    # Parked publishes are sent again now, for another worker to take, rather than
+    # when their leases run out. Then the queued sent-marks are written: a prefork
+    # child ends without the interpreter's exit hooks (a mark lost only means the
+    # relay sends that row again).
     with _app_lock:
         app = _pressroom
     if app is not None:
+        app.runner.limits.wake_all()
         app.outbox.marks.flush()
 
 

@@ -4,8 +4,10 @@ Each round reads the saga and its steps under a lock, records what the last
 round's calls ended in, asks the decider for the next command and either
 applies a transition (in that transaction) or, after the commit, runs the
 command's tool calls through the harness: the pending steps concurrently
-(at most `limit` calls to one destination at a time in this process), the
-undos one after another, the last completed first. An undo that fails
+(at most `limit` calls to one destination at a time in this process; a saga
+that finds every destination it waits for at its limit gives its thread back,
+see `DestinationLimits`), the undos one after another, the last completed
+first. An undo that fails
 definitely is retried with bounded backoff; one that still fails, or may
 have happened, leaves its step `compensation-failed` for a person.
 """
@@ -13,12 +15,13 @@ have happened, leaves its step `compensation-failed` for a person.
 from __future__ import annotations
 
 import contextvars
+import logging
 import threading
 import uuid
-from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections import defaultdict, deque
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -26,7 +29,7 @@ from typing import Any
 from sqlmodel import Session
 
 from orchestrator.core.clock import Clock
-from orchestrator.core.errors import RetryLater
+from orchestrator.core.errors import Parked, RetryLater
 from orchestrator.harness.approvals import ApprovalRequest, ApprovalView, refusal, session_for
 from orchestrator.harness.capabilities import ROLE_CAPABILITIES
 from orchestrator.harness.digests import business_key
@@ -44,6 +47,8 @@ from sagas.machine import SagaEvent, SagaState
 from sagas.step_records import set_step
 from sagas.step_states import StepState
 from telemetry import metrics, names
+
+log = logging.getLogger(__name__)
 
 PUBLISHER = "publisher"
 MAX_ROUNDS = 64
@@ -74,21 +79,91 @@ def publisher_caller(saga: SagaRow, digest: str, actor: str = PUBLISHER) -> Call
 
 
 class DestinationLimits:
-    """At most `limit` calls in flight to one destination in this process."""
+    """At most `limit` calls in flight to one destination in this process.
+
+    A call never waits for its turn: `take` says no when the destination is at
+    its limit, and the saga's delivery ends parked (`Parked`) instead of holding
+    a worker's thread. `when_free` then runs a wake-up (the work sent again) as
+    soon as a call to one of its destinations ends, or at once if one already
+    has: a turn freed between the refusal and the request is not missed.
+    Wake-ups run in the order they were asked for, each once.
+    """
 
     def __init__(self, limit: int) -> None:
         self.limit = max(1, limit)
         self._lock = threading.Lock()
-        self._gates: dict[str, threading.BoundedSemaphore] = defaultdict(
-            lambda: threading.BoundedSemaphore(self.limit)
-        )
+        self._in_flight: dict[str, int] = defaultdict(int)
+        self._waiting: dict[str, deque[_Wake]] = defaultdict(deque)
 
-    @contextmanager
-    def hold(self, uri: str) -> Iterator[None]:
+    def take(self, uri: str) -> bool:
+        """A turn at `uri`, if one is free; whoever takes one gives it back (`give_back`)."""
         with self._lock:
-            gate = self._gates[uri]
-        with gate:
-            yield
+            if self._in_flight[uri] >= self.limit:
+                return False
+            self._in_flight[uri] += 1
+            return True
+
+    def give_back(self, uri: str) -> None:
+        """End a call to `uri`, and wake the first saga still waiting for it."""
+        with self._lock:
+            self._in_flight[uri] -= 1
+            wake = self._next_waiting(uri)
+        if wake is not None:
+            _run(wake)
+
+    def when_free(self, uris: tuple[str, ...], wake: Callable[[], None]) -> None:
+        """Run `wake` once, when a call to any of `uris` ends (now, if one has a free turn)."""
+        waiting = _Wake(wake)
+        with self._lock:
+            now = any(self._in_flight[uri] < self.limit for uri in uris)
+            if now:
+                waiting.fired = True
+            else:
+                for uri in uris:
+                    self._waiting[uri].append(waiting)
+        if now:
+            _run(waiting)
+
+    def waiting(self, uri: str) -> int:
+        """How many parked sagas wait for a turn at `uri` in this process."""
+        with self._lock:
+            return sum(not w.fired for w in self._waiting.get(uri, ()))
+
+    def wake_all(self) -> int:
+        """Run every wake-up still waiting (a worker shutting down hands its parked work on)."""
+        with self._lock:
+            every = {id(w): w for queue in self._waiting.values() for w in queue if not w.fired}
+            self._waiting.clear()
+            for w in every.values():
+                w.fired = True
+        for w in every.values():
+            _run(w)
+        return len(every)
+
+    def _next_waiting(self, uri: str) -> _Wake | None:
+        queue = self._waiting.get(uri)
+        while queue:
+            waiting = queue.popleft()
+            if not waiting.fired:  # one wake-up may wait on several destinations
+                waiting.fired = True
+                return waiting
+        return None
+
+
+@dataclass
+class _Wake:
+    run: Callable[[], None]
+    fired: bool = False
+
+
+def _run(wake: _Wake) -> None:
+    """Run a wake-up in a context of its own: not in the trace, nor as the person, of
+    the call that ended. One that fails is logged, never raised into that call: the
+    parked work's lease runs out and the sweeper sends it."""
+    try:
+        contextvars.Context().run(wake.run)
+    except Exception:
+        log.exception("a parked saga's wake-up failed; the sweeper sends its work when the lease runs out")
 
 
 @dataclass
@@ -214,16 +289,31 @@ class SagaRunner:
     def _publish(
         self, caller: Caller, saga_id: str, uris: tuple[str, ...], digest: str, learned: Round
     ) -> None:
-        def one(uri: str) -> tuple[str, ToolResult]:
-            with self.limits.hold(uri):
-                return uri, call_tool(self.tools, caller, "publish", saga_id, uri, digest)
+        """Call each destination with a free turn in this process, concurrently. One at its
+        limit waits for a later round; when none has a turn the delivery ends `Parked`."""
+        ready = [uri for uri in uris if self.limits.take(uri)]
+        if not ready:
+            for uri in uris:
+                metrics.record_destination_wait(_scheme(uri))
+            raise Parked(
+                f"{', '.join(uris)}: {self.limits.limit} calls in flight from this worker "
+                "(PRESSROOM_DESTINATION_CONCURRENCY); sent again when one ends",
+                saga_id=saga_id,
+                destinations=uris,
+            )
 
-        if len(uris) == 1:
-            results = [one(uris[0])]
+        def one(uri: str) -> tuple[str, ToolResult]:
+            try:
+                return uri, call_tool(self.tools, caller, "publish", saga_id, uri, digest)
+            finally:
+                self.limits.give_back(uri)
+
+        if len(ready) == 1:
+            results = [one(ready[0])]
         else:
-            with ThreadPoolExecutor(max_workers=len(uris), thread_name_prefix="publish") as pool:
+            with ThreadPoolExecutor(max_workers=len(ready), thread_name_prefix="publish") as pool:
                 # Each call keeps the trace and the acting person of this round.
-                futures = [pool.submit(contextvars.copy_context().run, one, uri) for uri in uris]
+                futures = [pool.submit(contextvars.copy_context().run, one, uri) for uri in ready]
                 results = [f.result() for f in futures]
         held: list[str] = []
         for uri, result in results:

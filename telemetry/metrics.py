@@ -12,6 +12,7 @@ nothing when metrics are off.
 | pressroom.approval.wait           | histogram             | s      |                                |
 | pressroom.outbox.lag              | histogram             | s      | messaging.destination.name     |
 | pressroom.destination.duration    | histogram             | s      | scheme, pressroom.outcome      |
+| pressroom.destination.waits       | counter               | {publish} | pressroom.destination.scheme |
 | pressroom.effect_unknown          | counter               | {step} | pressroom.destination.scheme   |
 | pressroom.compensation_failed     | counter               | {step} | pressroom.destination.scheme   |
 | pressroom.dead_letters            | counter               | {message} | messaging.destination.name  |
@@ -49,6 +50,7 @@ class _Instruments:
     approval_wait: Histogram
     outbox_lag: Histogram
     destination_duration: Histogram
+    destination_waits: Counter
     effect_unknown: Counter
     compensation_failed: Counter
     dead_letters: Counter
@@ -121,6 +123,11 @@ def record_destination_latency(scheme: str, seconds: float, outcome: str) -> Non
     _current().destination_duration.record(
         _seconds(seconds), {names.ATTR_DESTINATION_SCHEME: scheme, names.ATTR_OUTCOME: outcome}
     )
+
+
+def record_destination_wait(scheme: str) -> None:
+    """A publish was parked: its destination had PRESSROOM_DESTINATION_CONCURRENCY calls in flight."""
+    _current().destination_waits.add(1, {names.ATTR_DESTINATION_SCHEME: scheme})
 
 
 def record_effect_unknown(scheme: str) -> None:
@@ -199,6 +206,11 @@ def _build(provider: MeterProvider) -> _Instruments:
             description="Duration of destination calls",
             explicit_bucket_boundaries_advisory=_FAST_BUCKETS,
         ),
+        destination_waits=meter.create_counter(
+            names.METRIC_DESTINATION_WAITS,
+            unit="{publish}",
+            description="Publishes parked because their destination was at its concurrency limit",
+        ),
         effect_unknown=meter.create_counter(
             names.METRIC_EFFECT_UNKNOWN,
             unit="{step}",
@@ -229,6 +241,7 @@ __all__ = [
     "record_pruned",
     "set_overdue_reviews_counter",
     "record_destination_latency",
+    "record_destination_wait",
     "record_compensation_failed",
     "record_effect_unknown",
     "record_outbox_lag",

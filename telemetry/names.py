@@ -68,6 +68,7 @@ METRIC_SAGA_DURATION: Final = "pressroom.saga.duration"
 METRIC_APPROVAL_WAIT: Final = "pressroom.approval.wait"
 METRIC_OUTBOX_LAG: Final = "pressroom.outbox.lag"
 METRIC_DESTINATION_DURATION: Final = "pressroom.destination.duration"
+METRIC_DESTINATION_WAITS: Final = "pressroom.destination.waits"
 METRIC_EFFECT_UNKNOWN: Final = "pressroom.effect_unknown"
 METRIC_COMPENSATION_FAILED: Final = "pressroom.compensation_failed"
 METRIC_DEAD_LETTERS: Final = "pressroom.dead_letters"
@@ -114,6 +115,7 @@ __all__ = [
     "METRIC_REVIEWS_OVERDUE",
     "ATTR_TABLE",
     "METRIC_DESTINATION_DURATION",
+    "METRIC_DESTINATION_WAITS",
     "METRIC_EFFECT_UNKNOWN",
     "METRIC_OUTBOX_LAG",
     "METRIC_SAGAS",

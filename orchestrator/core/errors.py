@@ -20,6 +20,7 @@
     ├── ApprovalRequired        an outcome, not a failure: a person must approve
     ├── EffectUnknown           an outcome: a side effect may have happened
     ├── RetryLater              not now: the work's lease brings it back
+    │   └── Parked              not now: the lease is given back, the work sent again when its destination frees
     └── DestinationError        raised by destination adapters
         ├── NotApplied          definite: the destination did not apply it
         └── MaybeApplied        uncertain: it may have been applied
@@ -128,6 +129,16 @@ class RetryLater(PressroomError):
     exit_code = 0
 
 
+class Parked(RetryLater):
+    """Work waiting for a turn at one of `destinations` (each at its concurrency limit in
+    this process): the consumer gives its lease back, uncounted, and sends it again when a
+    call to one of them ends; the sweeper does, if this process dies first.
+
+    Raised as `Parked(message, saga_id=..., destinations=(...))`."""
+
+    destinations: tuple[str, ...] = ()
+
+
 class DestinationError(PressroomError):
     """A destination call went wrong; `definite` says whether it surely did not apply."""
 
@@ -171,6 +182,7 @@ __all__ = [
     "NotAuthenticated",
     "NotFound",
     "NotPermitted",
+    "Parked",
     "PolicyRefused",
     "PressroomError",
     "Refused",

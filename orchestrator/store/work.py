@@ -84,6 +84,8 @@ _HELD = update(_WORK).where(
 COMPLETE = _HELD.values(done_at=bindparam("now"))
 """The completion (binds `work_id`, `held_by`, `now`); `outbox.inbox.settle` embeds it."""
 _RENEW = _HELD.values(lease_until=bindparam("until"))
+# Parked work: free to claim at once, its claim not counted; the sweeper's if nobody does by `until`.
+_GIVE_BACK = _HELD.values(holder=None, lease_until=bindparam("until"), attempts=_WORK.c.attempts - 1)
 
 
 def claim_lease(session: Session, work_id: str, holder: str, lease: float) -> int | None:
@@ -116,6 +118,22 @@ def renew_lease(engine: Engine, work_id: str, holder: str, lease: float) -> bool
         until = utcnow() + timedelta(seconds=lease)
         done = uow.session.connection().execute(
             _RENEW, {"work_id": work_id, "held_by": holder, "until": until}
+        )
+        return done.rowcount == 1
+
+
+def give_back(engine: Engine, work_id: str, holder: str, lease: float) -> bool:
+    """Let go of work we hold, unfinished, without counting the attempt; False when not ours.
+
+    A parked delivery does this before it asks to be sent again (`App`): the new
+    copy can claim the lease at once. Should nothing send it, the sweeper does
+    once `lease` seconds have passed. Committed relaxed: a give-back a crash
+    loses leaves the lease held until it runs out, as if it had never happened."""
+    with unit_of_work(engine) as uow:
+        relaxed_commit(uow.session)
+        until = utcnow() + timedelta(seconds=lease)
+        done = uow.session.connection().execute(
+            _GIVE_BACK, {"work_id": work_id, "held_by": holder, "until": until}
         )
         return done.rowcount == 1
 
@@ -173,6 +191,7 @@ __all__ = [
     "abandon_open_work",
     "claim_lease",
     "complete",
+    "give_back",
     "new_work",
     "renew_lease",
     "sweep_expired",

@@ -19,7 +19,6 @@ from orchestrator.core.errors import RetryLater
 from orchestrator.core.routing import PUBLISH
 from orchestrator.store.tables import WorkRow
 from outbox.messages import Handoff
-from sagas.runner import DestinationLimits
 from tests.integration.helpers import make_app, ready_saga
 from tests.support.webhook_server import WebhookServer
 
@@ -108,27 +107,3 @@ def test_two_runners_racing_on_one_saga_make_one_effect_per_key(
         assert one.apply_count == 1 and two.apply_count == 1
         assert len([r for r in one.received if r.method == "POST"]) == 1, "the second runner never sent"
 
-
-def test_destination_limits_hold_calls_to_one_destination() -> None:
-    limits = DestinationLimits(2)
-    inside, peak, lock = [0], [0], threading.Lock()
-    gate = threading.Barrier(2, timeout=10)
-
-    def call() -> None:
-        with limits.hold("webhook:http://one"):
-            with lock:
-                inside[0] += 1
-                peak[0] = max(peak[0], inside[0])
-            try:
-                gate.wait()
-            except threading.BrokenBarrierError:
-                pass
-            with lock:
-                inside[0] -= 1
-
-    threads = [threading.Thread(target=call) for _ in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=30)
-    assert peak[0] == 2, "never more than the limit, and the limit is reached"

@@ -24,6 +24,7 @@ from orchestrator.app import App
 from orchestrator.core.errors import IllegalTransition, NotFound, Refused, SelfApproval
 from telemetry import metrics, names, setup
 from tests.integration.helpers import make_app, ready_saga
+from tests.support.metric_points import counted
 from tests.support.webhook_server import WebhookServer
 
 # Timing windows (a cancel lands inside a slow destination's answer window): run alone, not beside another file.
@@ -66,18 +67,6 @@ def meter() -> Iterator[InMemoryMetricReader]:
     yield memory
     metrics.set_saga_state_counter(None)
     setup.shutdown()
-
-
-def counted(reader: InMemoryMetricReader, name: str) -> int:
-    data = reader.get_metrics_data()
-    return sum(
-        int(point.value)
-        for rm in (data.resource_metrics if data else [])
-        for sm in rm.scope_metrics
-        for metric in sm.metrics
-        if metric.name == name
-        for point in metric.data.data_points
-    )
 
 
 def test_a_failed_undo_waits_for_a_person_and_retry_finishes_it(

@@ -16,6 +16,7 @@ import pytest
 from telemetry.render import read_span_file
 from tests.conftest import base_env
 from tests.support.processes import PRESSROOM, Processes, cli_json, saga_state, submit, wait_until
+from tests.support.webhook_server import WebhookServer
 
 
 @pytest.fixture
@@ -134,3 +135,61 @@ def test_by_default_the_role_queues_run_on_four_threads_and_sagas_finish(
     text = worker.output()
     assert "concurrency: 4 (thread)" in text, text[-3000:]
     assert "concurrency: 8 (thread)" in text, text[-3000:]
+
+
+def test_sagas_waiting_for_a_slow_destination_do_not_hold_the_publishers_threads(
+    tmp_path: Path, pg_url: str, redis_url: str, corpus: Path
+) -> None:
+    """A publisher of two threads, one turn at a stalled webhook: the other webhook
+    sagas park instead of waiting on a thread, and a site-only saga approved after
+    them is published while the webhook still holds its first POST."""
+    env = base_env(
+        PRESSROOM_DATABASE_URL=pg_url,
+        PRESSROOM_BROKER_URL=redis_url,
+        PRESSROOM_LEASE_SECONDS="120",  # longer than the stall: no lease runs out in this test
+        PRESSROOM_RELAY_POLL="0.2",
+        PRESSROOM_DESTINATION_TIMEOUT="90",
+        PRESSROOM_DESTINATION_CONCURRENCY="1",
+    )
+    procs = Processes(env, tmp_path)
+    with WebhookServer("stall", stall_seconds=90.0) as hook:
+        try:
+            procs.relay()
+            procs.worker(queues="researcher,writer,reviewer")
+            procs.start(
+                "publisher", PRESSROOM, "worker", "--queues", "publisher", "--pool", "threads",
+                "--concurrency", "2",
+            )  # fmt: skip
+            dest = f"webhook:{hook.url}"
+            hooked = [submit(env, corpus, f"site:{tmp_path / f'hooked-{i}'}", dest) for i in range(3)]
+            local = submit(env, corpus, f"site:{tmp_path / 'local'}")
+            for sid in [*hooked, local]:
+                wait_until(lambda s=sid: saga_state(env, s) == "ready-for-review", timeout=180, what="ready")
+            for sid in hooked:
+                cli_json(env, "approve", sid, "--version", "1", "--as", "erin")
+            wait_until(lambda: hook.posts == 1, timeout=120, what="the first webhook POST")
+
+            def two_parked() -> list[str] | None:
+                parked = [s for s in hooked if _deferred(env, s)]
+                return parked if len(parked) == 2 else None
+
+            parked = wait_until(two_parked, timeout=120, what="the two other webhook sagas parked")
+            cli_json(env, "approve", local, "--version", "1", "--as", "erin")
+            wait_until(lambda: saga_state(env, local) == "succeeded", timeout=120, what="local published")
+            assert hook.posts == 1, "published while the webhook still held its only turn"
+            for sid in parked:
+                assert saga_state(env, sid) == "executing"
+                reason = _deferred(env, sid)[0]["detail"]["reason"]
+                assert dest in reason and "PRESSROOM_DESTINATION_CONCURRENCY" in reason, reason
+
+            hook.release()
+            for sid in hooked:
+                wait_until(lambda s=sid: saga_state(env, s) == "succeeded", timeout=180, what="succeeded")
+            assert hook.apply_count == 3 and hook.posts == 3, "one effect per key, each sent once"
+        finally:
+            procs.stop_all()
+
+
+def _deferred(env: dict[str, str], saga_id: str) -> list[dict[str, Any]]:
+    events = cli_json(env, "history", saga_id)["events"]
+    return [e for e in events if e["kind"] == "message" and e["status"] == "deferred"]

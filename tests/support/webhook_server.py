@@ -16,7 +16,8 @@ Modes (what a POST does; GET and DELETE behave normally unless noted):
 - `reject`: answer 422, apply nothing.
 - `error`: answer 500, apply nothing.
 - `stall`: apply, then hold the answer for `stall_seconds` (released early
-  by `stop()`), so a client with a shorter timeout gives up after sending.
+  by `release()` or `stop()`), so a client with a shorter timeout gives up
+  after sending.
 - `drop`: apply, then close the connection without answering.
 - `no_status`: POST and DELETE as normal, GET answers 501 (so does any
   mode when the server is built with `status=False`).
@@ -83,6 +84,10 @@ class WebhookServer:
         )
         self._thread.start()
         return self
+
+    def release(self) -> None:
+        """Answer the stalled POSTs now; later ones in `stall` mode answer at once."""
+        self._released.set()
 
     def stop(self) -> None:
         """Release stalled answers, stop serving and wait for every handler thread."""
