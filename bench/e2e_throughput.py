@@ -37,7 +37,10 @@ approve→succeeded the saga's final `updated_at` − its approval's
 /proc, of the relay and worker processes (and their children), of the
 PostgreSQL backends serving the bench database, and of this process (the
 submitting and approving client), divided by the sagas; Redis is a shared
-server and is left out.
+server and is left out. *Deliveries deferred* counts `message deferred`
+events: a publish delivery that found its destination at
+`PRESSROOM_DESTINATION_CONCURRENCY` and was parked (sent again when a call
+to it ended), or one whose key another call held.
 
 With the optional `bench` extra installed (DBOS Transact), DBOS's 5-step
 no-op workflow runs at 20 threads on a fresh database of the same server
@@ -165,6 +168,7 @@ class MixResult:
     approve_done_local: list[float]
     cpu: dict[str, float]
     submit_call: list[float]
+    deferred: int = 0
 
     @property
     def sagas_per_s(self) -> float:
@@ -320,15 +324,17 @@ class Bench:
                     {"ids": ids},
                 ).all()
             )
-            counts = dict(
-                conn.execute(
+            counts = {
+                (kind, status): n
+                for kind, status, n in conn.execute(
                     text(
-                        "SELECT kind, count(*) FROM events WHERE saga_id = ANY(:ids) AND "
-                        "(kind = 'tool_call' OR (kind = 'message' AND status = 'applied')) GROUP BY kind"
+                        "SELECT kind, CASE WHEN kind = 'message' THEN status END, count(*) FROM events "
+                        "WHERE saga_id = ANY(:ids) AND (kind = 'tool_call' OR "
+                        "(kind = 'message' AND status IN ('applied', 'deferred'))) GROUP BY 1, 2"
                     ),
                     {"ids": ids},
                 ).all()
-            )
+            }
         states: dict[str, int] = {}
         for row in sagas.values():
             states[row.state] = states.get(row.state, 0) + 1
@@ -344,8 +350,10 @@ class Bench:
         return {
             "seconds": (last - first).total_seconds(),
             "states": states,
-            "tool_calls": int(counts.get("tool_call", 0)),
-            "handoffs": int(counts.get("message", 0)),
+            "tool_calls": int(counts.get(("tool_call", None), 0)),
+            "handoffs": int(counts.get(("message", "applied"), 0)),
+            # Deliveries that ended without their result: parked at a destination at its limit, or a key in flight.
+            "deferred": int(counts.get(("message", "deferred"), 0)),
             "submit_ready": submit_ready,
             "approve_done": list(approve_done.values()),
             "approve_done_local": [v for sid, v in approve_done.items() if sid in local_ids],
@@ -370,6 +378,7 @@ class Bench:
             approve_done_local=f["approve_done_local"],
             cpu=cpu,
             submit_call=submit_call,
+            deferred=f["deferred"],
         )
 
 
@@ -406,6 +415,7 @@ def report(
         "submit→ready p50 / p99 ms",
         "approve→succeeded p50 / p99 ms",
         "site-only sagas: approve→succeeded p50 / p99 ms",
+        "deliveries deferred",
         "CPU ms / saga (workers + relay / PostgreSQL / bench client)",
     ]
     rows = []
@@ -426,6 +436,7 @@ def report(
                 f"{ms(p50(r.approve_done_local))} / {ms(p99(r.approve_done_local))}"
                 if r.approve_done_local
                 else "–",
+                f"{r.deferred:,}",
                 f"{ms(procs / r.sagas)} / {ms(cpu.get('postgres', 0.0) / r.sagas)} / "
                 f"{ms(cpu.get('bench', 0.0) / r.sagas)}",
             ]
