@@ -298,7 +298,7 @@ class App:
             with unit_of_work(self.engine) as uow:
                 self.resend(uow, env.task, env.payload, handoff.saga_id, why="resume")
 
-        self.runner.limits.when_free(exc.destinations, wake)
+        self.runner.limits.when_free(exc.destinations, wake, key=handoff.work_id)
         return "parked"
 
     def _set_aside(self, env: Envelope, handoff: Handoff, exc: Exception) -> str:

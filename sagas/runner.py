@@ -86,42 +86,54 @@ class DestinationLimits:
     a worker's thread. `when_free` then runs a wake-up (the work sent again) as
     soon as a call to one of its destinations ends, or at once if one already
     has: a turn freed between the refusal and the request is not missed.
-    Wake-ups run in the order they were asked for, each once.
+    Wake-ups run in the order they were asked for, each once, and the turn that
+    woke one is held for it (`take` with its `key`) for `hold_seconds`, so a
+    publish arriving meanwhile does not overtake a saga that waited. A turn
+    held for a saga that does not come for it in time (its resend went to
+    another process, or its round published elsewhere) passes to the next.
     """
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, *, hold_seconds: float = 5.0) -> None:
         self.limit = max(1, limit)
+        self.hold_seconds = hold_seconds
         self._lock = threading.Lock()
-        self._in_flight: dict[str, int] = defaultdict(int)
+        self._in_flight: dict[str, int] = defaultdict(int)  # calls, and turns held for a woken saga
         self._waiting: dict[str, deque[_Wake]] = defaultdict(deque)
+        self._held: dict[tuple[str, str], threading.Timer] = {}
 
-    def take(self, uri: str) -> bool:
-        """A turn at `uri`, if one is free; whoever takes one gives it back (`give_back`)."""
+    def take(self, uri: str, key: str = "") -> bool:
+        """A turn at `uri`, if one is free or held for `key`; whoever takes one gives it back."""
         with self._lock:
+            timer = self._held.pop((uri, key), None) if key else None
+            if timer is not None:
+                timer.cancel()
+                return True
             if self._in_flight[uri] >= self.limit:
                 return False
             self._in_flight[uri] += 1
             return True
 
     def give_back(self, uri: str) -> None:
-        """End a call to `uri`, and wake the first saga still waiting for it."""
+        """End a call to `uri`: its turn goes to the first saga waiting for it, if any."""
         with self._lock:
-            self._in_flight[uri] -= 1
-            wake = self._next_waiting(uri)
+            wake = self._pass_on(uri)
         if wake is not None:
             _run(wake)
 
-    def when_free(self, uris: tuple[str, ...], wake: Callable[[], None]) -> None:
-        """Run `wake` once, when a call to any of `uris` ends (now, if one has a free turn)."""
-        waiting = _Wake(wake)
+    def when_free(self, uris: tuple[str, ...], wake: Callable[[], None], key: str = "") -> None:
+        """Run `wake` once, when a turn at any of `uris` is free (now, if one is);
+        the turn is then held for `key`."""
+        waiting = _Wake(wake, key)
         with self._lock:
-            now = any(self._in_flight[uri] < self.limit for uri in uris)
-            if now:
+            free = next((uri for uri in uris if self._in_flight[uri] < self.limit), None)
+            if free is not None:
                 waiting.fired = True
+                self._in_flight[free] += 1
+                self._hold(free, waiting)
             else:
                 for uri in uris:
                     self._waiting[uri].append(waiting)
-        if now:
+        if free is not None:
             _run(waiting)
 
     def waiting(self, uri: str) -> int:
@@ -140,19 +152,44 @@ class DestinationLimits:
             _run(w)
         return len(every)
 
-    def _next_waiting(self, uri: str) -> _Wake | None:
+    def _pass_on(self, uri: str) -> _Wake | None:
+        """Under the lock: a turn at `uri` ends; hold it for the next saga waiting, else free it."""
         queue = self._waiting.get(uri)
         while queue:
             waiting = queue.popleft()
             if not waiting.fired:  # one wake-up may wait on several destinations
                 waiting.fired = True
+                self._hold(uri, waiting)
                 return waiting
+        self._in_flight[uri] -= 1
         return None
+
+    def _hold(self, uri: str, waiting: _Wake) -> None:
+        if not waiting.key:
+            self._in_flight[uri] -= 1  # nobody to hold it for: free
+            return
+        timer = threading.Timer(self.hold_seconds, self._expire, (uri, waiting.key))
+        timer.daemon = True
+        old = self._held.pop((uri, waiting.key), None)
+        if old is not None:  # the same work woken twice: it keeps one turn
+            old.cancel()
+            self._in_flight[uri] -= 1
+        self._held[(uri, waiting.key)] = timer
+        timer.start()
+
+    def _expire(self, uri: str, key: str) -> None:
+        with self._lock:
+            if self._held.pop((uri, key), None) is None:
+                return  # taken meanwhile
+            wake = self._pass_on(uri)
+        if wake is not None:
+            _run(wake)
 
 
 @dataclass
 class _Wake:
     run: Callable[[], None]
+    key: str = ""
     fired: bool = False
 
 
@@ -226,7 +263,7 @@ class SagaRunner:
                     return noop
                 caller = publisher_caller(saga, digest)
             if isinstance(command, Publish):
-                self._publish(caller, saga.id, command.uris, digest, learned)
+                self._publish(caller, saga.id, command.uris, digest, learned, work_id=handoff.work_id)
             elif isinstance(command, Compensate):
                 self._compensate(caller, saga.id, command.uris, digest, learned)
         # Every round settles at least one step; this many without an end is a fault, not progress.
@@ -287,11 +324,19 @@ class SagaRunner:
 
     # -- tool calls --------------------------------------------------------------
     def _publish(
-        self, caller: Caller, saga_id: str, uris: tuple[str, ...], digest: str, learned: Round
+        self,
+        caller: Caller,
+        saga_id: str,
+        uris: tuple[str, ...],
+        digest: str,
+        learned: Round,
+        *,
+        work_id: str = "",
     ) -> None:
-        """Call each destination with a free turn in this process, concurrently. One at its
-        limit waits for a later round; when none has a turn the delivery ends `Parked`."""
-        ready = [uri for uri in uris if self.limits.take(uri)]
+        """Call each destination with a free turn in this process (or one held for this
+        work), concurrently. One at its limit waits for a later round; when none has a
+        turn the delivery ends `Parked`."""
+        ready = [uri for uri in uris if self.limits.take(uri, work_id)]
         if not ready:
             for uri in uris:
                 metrics.record_destination_wait(_scheme(uri))

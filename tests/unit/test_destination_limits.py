@@ -46,13 +46,49 @@ def test_wake_ups_run_in_order_one_per_turn_freed() -> None:
     assert limits.take(HOOK)
     woken: list[int] = []
     for n in range(3):
-        limits.when_free((HOOK,), lambda n=n: woken.append(n))  # type: ignore[misc]
+        limits.when_free((HOOK,), lambda n=n: woken.append(n), key=f"work-{n}")  # type: ignore[misc]
     assert woken == [] and limits.waiting(HOOK) == 3
     limits.give_back(HOOK)
     assert woken == [0]
-    assert limits.take(HOOK), "a wake-up does not hold the turn: the woken saga takes it when it runs"
+    assert not limits.take(HOOK), "the freed turn is held for the saga it woke: a newcomer does not overtake"
+    assert not limits.take(HOOK, "work-1"), "nor does a saga further back"
+    assert limits.take(HOOK, "work-0")
     limits.give_back(HOOK)
     assert woken == [0, 1] and limits.waiting(HOOK) == 1
+
+
+def test_a_turn_nobody_holds_a_key_for_is_free_to_all() -> None:
+    limits = DestinationLimits(1)
+    assert limits.take(HOOK)
+    woken: list[str] = []
+    limits.when_free((HOOK,), lambda: woken.append("keyless"))
+    limits.give_back(HOOK)
+    assert woken == ["keyless"] and limits.take(HOOK)
+
+
+def test_a_held_turn_nobody_comes_for_passes_to_the_next_saga_waiting() -> None:
+    limits = DestinationLimits(1, hold_seconds=0.05)
+    assert limits.take(HOOK)
+    second = threading.Event()
+    limits.when_free((HOOK,), lambda: None, key="went-elsewhere")
+    limits.when_free((HOOK,), second.set, key="next")
+    limits.give_back(HOOK)  # held for "went-elsewhere", which never takes it
+    assert second.wait(30), "the turn passed on when its hold ran out"
+    assert not limits.take(HOOK, "went-elsewhere"), "too late: the turn is held for the next one now"
+    assert limits.take(HOOK, "next")
+
+
+def test_a_held_turn_runs_out_to_free_when_nobody_else_waits() -> None:
+    limits = DestinationLimits(1, hold_seconds=0.05)
+    limits.when_free((HOOK,), lambda: None, key="went-elsewhere")  # free: held at once
+    assert not limits.take(HOOK)
+    pause = threading.Event()
+    for _ in range(3000):
+        if limits.take(HOOK):
+            break
+        pause.wait(0.01)
+    else:
+        raise AssertionError("the held turn never ran out")
 
 
 def test_a_wake_up_waiting_on_two_destinations_runs_once() -> None:
@@ -105,9 +141,10 @@ def test_never_more_than_the_limit_and_no_wake_up_lost_under_threads() -> None:
     calls = 200
     finished = threading.Event()
 
-    def attempt() -> None:
-        if not limits.take(HOOK):
-            limits.when_free((HOOK,), lambda: threading.Thread(target=attempt).start())
+    def attempt(key: str) -> None:
+        if not limits.take(HOOK, key):
+            woken = threading.Thread(target=attempt, args=(key,))
+            limits.when_free((HOOK,), woken.start, key=key)
             return
         try:
             with lock:
@@ -122,7 +159,7 @@ def test_never_more_than_the_limit_and_no_wake_up_lost_under_threads() -> None:
         finally:
             limits.give_back(HOOK)
 
-    starters = [threading.Thread(target=attempt) for _ in range(calls)]
+    starters = [threading.Thread(target=attempt, args=(f"work-{n}",)) for n in range(calls)]
     for t in starters:
         t.start()
     assert finished.wait(60), f"only {done[0]} of {calls} calls ran: a wake-up was lost"
