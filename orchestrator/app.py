@@ -291,8 +291,14 @@ class App:
         return "deferred"
 
     def _parked(self, env: Envelope, handoff: Handoff, exc: Parked) -> str:
-        """The lease is back: record why, then have the work sent again when a turn is free."""
+        """The lease is back: record why (the event, and on the delivery's span), then have
+        the work sent again when a turn is free."""
         self._deferred(env, handoff, exc)
+        span = trace.get_current_span()
+        if span.is_recording():
+            shown = [spans.destination_attribute(uri) or "" for uri in exc.destinations]
+            span.set_attribute(names.ATTR_OUTCOME, "parked")
+            span.add_event("parked", {names.ATTR_DESTINATION: shown})
 
         def wake() -> None:
             with unit_of_work(self.engine) as uow:

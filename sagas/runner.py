@@ -46,7 +46,7 @@ from sagas.decider import Compensate, Publish, StartExecution, Transition, Wait
 from sagas.machine import SagaEvent, SagaState
 from sagas.step_records import set_step
 from sagas.step_states import StepState
-from telemetry import metrics, names
+from telemetry import metrics, names, spans
 
 log = logging.getLogger(__name__)
 
@@ -341,7 +341,8 @@ class SagaRunner:
             for uri in uris:
                 metrics.record_destination_wait(_scheme(uri))
             raise Parked(
-                f"{', '.join(uris)}: {self.limits.limit} calls in flight from this worker "
+                f"{', '.join(spans.destination_attribute(u) or u for u in uris)}: "
+                f"{self.limits.limit} calls in flight from this worker "
                 "(PRESSROOM_DESTINATION_CONCURRENCY); sent again when one ends",
                 saga_id=saga_id,
                 destinations=uris,

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from sqlalchemy import update
 from sqlmodel import Session, col, select
 
@@ -30,7 +31,7 @@ from orchestrator.store.outbox_tables import OutboxRow
 from orchestrator.store.tables import WorkRow, new_id, utcnow
 from outbox.messages import Envelope
 from outbox.writer import envelope_of
-from telemetry import setup
+from telemetry import names, setup
 from tests.integration.helpers import make_app, ready_saga
 from tests.support.metric_points import counted
 from tests.support.webhook_server import WebhookServer
@@ -96,8 +97,15 @@ def meter() -> Iterator[InMemoryMetricReader]:
     setup.shutdown()
 
 
+@pytest.fixture
+def memory() -> Iterator[InMemorySpanExporter]:
+    exporter = setup.install_in_memory()
+    yield exporter
+    setup.shutdown()
+
+
 def test_a_publish_at_the_limit_parks_and_runs_when_the_call_in_flight_ends(
-    db_url: str, tmp_path: Path, corpus: Path, meter: InMemoryMetricReader
+    db_url: str, tmp_path: Path, corpus: Path, meter: InMemoryMetricReader, memory: InMemorySpanExporter
 ) -> None:
     with WebhookServer("stall", stall_seconds=60.0) as hook:
         site = tmp_path / "site"
@@ -120,6 +128,14 @@ def test_a_publish_at_the_limit_parks_and_runs_when_the_call_in_flight_ends(
         assert len(deferred) == 1 and f"webhook:{hook.url}" in deferred[0]["detail"]["reason"]
         assert app.runner.limits.waiting(f"webhook:{hook.url}") == 1
         assert counted(meter, "pressroom.destination.waits") == 1
+        delivery_spans = [
+            span
+            for span in memory.get_finished_spans()
+            if span.attributes and span.attributes.get(names.ATTR_OUTCOME) == "parked"
+        ]
+        assert len(delivery_spans) == 1, "the parked delivery's span says so"
+        (event,) = [e for e in delivery_spans[0].events if e.name == "parked"]
+        assert event.attributes is not None and list(event.attributes[names.ATTR_DESTINATION]) == [dest]
 
         hook.release()
         first.join(timeout=60)
