@@ -2,7 +2,8 @@
 
 With `PRESSROOM_DESTINATION_CONCURRENCY=1`, while one saga's call to a webhook
 is in flight another saga's delivery for that webhook ends `parked` at once:
-its lease is given back without counting an attempt, a `deferred` event says
+its lease is given back without counting an attempt (a claim made inside the
+final transaction is rolled back), a `deferred` event says
 why, and the work is sent again when the call in flight ends. Destinations of
 the parked saga that had a free turn were published meanwhile. Should the
 process die before the wake-up, the sweeper sends the work once its lease runs
@@ -196,5 +197,32 @@ def test_a_saga_parked_many_times_is_not_given_up(db_url: str, tmp_path: Path, c
         first.join(timeout=60)
         latest = _publish_messages(app, b)[-1]
         assert app.handle(latest) == "applied"
+        assert services.status(app, b)["state"] == "succeeded"
+        app.close()
+
+
+def test_a_parked_delivery_that_folded_its_lease_leaves_the_work_as_it_was(
+    pg_url: str, tmp_path: Path, corpus: Path
+) -> None:
+    with WebhookServer("stall", stall_seconds=60.0) as hook:
+        dest = f"webhook:{hook.url}"
+        app, (a, b) = _approved(pg_url, tmp_path, corpus, [dest], [dest])
+        first, _ = _first_in_flight(app, hook, a)
+        app.short_queues = frozenset({"publisher"})  # B's claim inside its final transaction
+        before = _work(app, b)
+        (delivery,) = _publish_messages(app, b)
+        assert app.handle(delivery) == "parked"
+        after = _work(app, b)
+        assert (after.holder, after.attempts, after.lease_until) == (
+            before.holder,
+            before.attempts,
+            before.lease_until,
+        ), "the claim was rolled back"
+        hook.release()
+        first.join(timeout=60)
+        app.short_queues = frozenset()
+        resent = _publish_messages(app, b)
+        assert len(resent) == 2
+        assert app.handle(resent[1]) == "applied"
         assert services.status(app, b)["state"] == "succeeded"
         app.close()
