@@ -113,13 +113,7 @@ def renew_lease(engine: Engine, work_id: str, holder: str, lease: float) -> bool
 
     Committed relaxed, as the lease's claim is: a renewal a crash loses lets the
     lease run out sooner, and the sweeper sends the work again."""
-    with unit_of_work(engine) as uow:
-        relaxed_commit(uow.session)
-        until = utcnow() + timedelta(seconds=lease)
-        done = uow.session.connection().execute(
-            _RENEW, {"work_id": work_id, "held_by": holder, "until": until}
-        )
-        return done.rowcount == 1
+    return _change_held(engine, _RENEW, work_id, holder, lease)
 
 
 def give_back(engine: Engine, work_id: str, holder: str, lease: float) -> bool:
@@ -129,11 +123,16 @@ def give_back(engine: Engine, work_id: str, holder: str, lease: float) -> bool:
     copy can claim the lease at once. Should nothing send it, the sweeper does
     once `lease` seconds have passed. Committed relaxed: a give-back a crash
     loses leaves the lease held until it runs out, as if it had never happened."""
+    return _change_held(engine, _GIVE_BACK, work_id, holder, lease)
+
+
+def _change_held(engine: Engine, statement: Any, work_id: str, holder: str, lease: float) -> bool:
+    """Run a `_HELD` update with `until` `lease` seconds out, in a relaxed transaction of its own."""
     with unit_of_work(engine) as uow:
         relaxed_commit(uow.session)
         until = utcnow() + timedelta(seconds=lease)
         done = uow.session.connection().execute(
-            _GIVE_BACK, {"work_id": work_id, "held_by": holder, "until": until}
+            statement, {"work_id": work_id, "held_by": holder, "until": until}
         )
         return done.rowcount == 1
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 
@@ -90,6 +91,23 @@ def _first_in_flight(app: App, hook: WebhookServer, saga_id: str) -> tuple[threa
     return first, outcome
 
 
+@contextmanager
+def _second_parked_behind_first(
+    db_url: str, tmp_path: Path, corpus: Path
+) -> Iterator[tuple[WebhookServer, App, str, threading.Thread]]:
+    """Two sagas on one stalled webhook: the first's call in flight; the second saga's id."""
+    with WebhookServer("stall", stall_seconds=60.0) as hook:
+        dest = f"webhook:{hook.url}"
+        app, (a, b) = _approved(db_url, tmp_path, corpus, [dest], [dest])
+        first, _ = _first_in_flight(app, hook, a)
+        try:
+            yield hook, app, b, first
+        finally:
+            hook.release()
+            first.join(timeout=60)
+            app.close()
+
+
 @pytest.fixture
 def meter() -> Iterator[InMemoryMetricReader]:
     memory = InMemoryMetricReader()
@@ -157,10 +175,7 @@ def test_a_publish_at_the_limit_parks_and_runs_when_the_call_in_flight_ends(
 def test_parked_work_whose_wake_up_never_comes_is_sent_by_the_sweeper(
     db_url: str, tmp_path: Path, corpus: Path
 ) -> None:
-    with WebhookServer("stall", stall_seconds=60.0) as hook:
-        dest = f"webhook:{hook.url}"
-        app, (a, b) = _approved(db_url, tmp_path, corpus, [dest], [dest])
-        first, _ = _first_in_flight(app, hook, a)
+    with _second_parked_behind_first(db_url, tmp_path, corpus) as (hook, app, b, first):
         (delivery,) = _publish_messages(app, b)
         assert app.handle(delivery) == "parked"
         # The process "dies" before the call ends, and its wake-ups with it.
@@ -181,14 +196,10 @@ def test_parked_work_whose_wake_up_never_comes_is_sent_by_the_sweeper(
         assert app.handle(resent[1]) == "applied"
         assert services.status(app, b)["state"] == "succeeded"
         assert hook.apply_count == 2
-        app.close()
 
 
 def test_a_saga_parked_many_times_is_not_given_up(db_url: str, tmp_path: Path, corpus: Path) -> None:
-    with WebhookServer("stall", stall_seconds=60.0) as hook:
-        dest = f"webhook:{hook.url}"
-        app, (a, b) = _approved(db_url, tmp_path, corpus, [dest], [dest])
-        first, _ = _first_in_flight(app, hook, a)
+    with _second_parked_behind_first(db_url, tmp_path, corpus) as (hook, app, b, first):
         (delivery,) = _publish_messages(app, b)
         for _ in range(app.settings.max_attempts + 2):  # each a new copy, as a wake-up sends
             assert app.handle(delivery.model_copy(update={"message_id": new_id()})) == "parked"
@@ -198,16 +209,12 @@ def test_a_saga_parked_many_times_is_not_given_up(db_url: str, tmp_path: Path, c
         latest = _publish_messages(app, b)[-1]
         assert app.handle(latest) == "applied"
         assert services.status(app, b)["state"] == "succeeded"
-        app.close()
 
 
 def test_a_parked_delivery_that_folded_its_lease_leaves_the_work_as_it_was(
     pg_url: str, tmp_path: Path, corpus: Path
 ) -> None:
-    with WebhookServer("stall", stall_seconds=60.0) as hook:
-        dest = f"webhook:{hook.url}"
-        app, (a, b) = _approved(pg_url, tmp_path, corpus, [dest], [dest])
-        first, _ = _first_in_flight(app, hook, a)
+    with _second_parked_behind_first(pg_url, tmp_path, corpus) as (hook, app, b, first):
         app.short_queues = frozenset({"publisher"})  # B's claim inside its final transaction
         before = _work(app, b)
         (delivery,) = _publish_messages(app, b)
@@ -225,4 +232,3 @@ def test_a_parked_delivery_that_folded_its_lease_leaves_the_work_as_it_was(
         assert len(resent) == 2
         assert app.handle(resent[1]) == "applied"
         assert services.status(app, b)["state"] == "succeeded"
-        app.close()
