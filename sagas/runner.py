@@ -342,7 +342,7 @@ class SagaRunner:
                 metrics.record_destination_wait(_scheme(uri))
             raise Parked(
                 f"{', '.join(spans.destination_attribute(u) or u for u in uris)}: "
-                f"{self.limits.limit} calls in flight from this worker "
+                f"{self.limits.limit} in flight from this worker, its limit "
                 "(PRESSROOM_DESTINATION_CONCURRENCY); sent again when one ends",
                 saga_id=saga_id,
                 destinations=uris,
