@@ -8,9 +8,10 @@ event naming the reason; nothing reaches a destination.
 - `publish_bound`, `compensate_bound`, `status_bound`: a tool acts only on a
   destination the saga holds, for a version the saga has, and only in the
   states where the saga's own runner would act.
-- `bytes_match`: the sha256 of the markdown about to be sent, recomputed
-  now, equals the approved version digest (a row edited behind Pressroom's
-  back is not published).
+- `publish_bound` also checks the bytes (`check_bytes`), from the same read:
+  the sha256 of the markdown about to be sent, recomputed now, equals the
+  approved version digest (a row edited behind Pressroom's back is not
+  published).
 - `within_roots`: a `site:`/`git:` destination, resolved now (symlinks
   followed), lies in `PRESSROOM_ALLOWED_ROOTS` when that is set.
 
@@ -57,14 +58,27 @@ _SAGA = select(
 _VERSION_NUMBER = select(_VERSIONS.c.number).where(
     _VERSIONS.c.saga_id == bindparam("saga_id"), _VERSIONS.c.digest == bindparam("digest")
 )
-_VERSION_BYTES = select(_VERSIONS.c.number, _VERSIONS.c.markdown).where(
-    _VERSIONS.c.saga_id == bindparam("saga_id"), _VERSIONS.c.digest == bindparam("digest")
-)
 _FAILED_STEP = (
     select(_STEPS.c.uri)
     .where(_STEPS.c.saga_id == bindparam("saga_id"), _STEPS.c.state == "failed")
     .order_by(_STEPS.c.position)
     .limit(1)
+)
+# Everything `publish_bound` reads, in one statement: the saga, the version the digest names
+# (with its bytes; null when the saga has none) and its first failed step.
+_PUBLISH_READ = (
+    select(
+        *_SAGA.selected_columns,
+        _VERSIONS.c.number,
+        _VERSIONS.c.markdown,
+        _FAILED_STEP.scalar_subquery().label("failed"),
+    )
+    .select_from(
+        _SAGAS.outerjoin(
+            _VERSIONS, (_VERSIONS.c.saga_id == _SAGAS.c.id) & (_VERSIONS.c.digest == bindparam("digest"))
+        )
+    )
+    .where(_SAGAS.c.id == bindparam("saga_id"))
 )
 _STEP = select(_STEPS.c.state, _STEPS.c.idempotency_key).where(
     _STEPS.c.saga_id == bindparam("saga_id"), _STEPS.c.uri == bindparam("uri")
@@ -80,7 +94,11 @@ def _reads(session: Session) -> Connection:
 
 def _saga(conn: Connection, saga_id: str, destination: str) -> Any:
     """The saga's id, state, destinations, head version and cancel request (one row)."""
-    saga = conn.execute(_SAGA, {"saga_id": saga_id}).first()
+    return _held(conn.execute(_SAGA, {"saga_id": saga_id}).first(), saga_id, destination)
+
+
+def _held(saga: Any, saga_id: str, destination: str) -> Any:
+    """The saga's row, when there is one and it holds the destination."""
     if saga is None:
         raise Refused(f"no saga {saga_id!r}; nothing was sent", saga_id=saga_id)
     if destination not in saga.destinations:
@@ -91,7 +109,12 @@ def _saga(conn: Connection, saga_id: str, destination: str) -> Any:
 
 
 def _version_number(conn: Connection, saga_id: str, digest: str) -> int:
-    number = conn.execute(_VERSION_NUMBER, {"saga_id": saga_id, "digest": digest}).scalar()
+    return _known(
+        conn.execute(_VERSION_NUMBER, {"saga_id": saga_id, "digest": digest}).scalar(), saga_id, digest
+    )
+
+
+def _known(number: int | None, saga_id: str, digest: str) -> int:
     if number is None:
         raise Refused(
             f"saga {saga_id} has no version with digest {digest[:12]}…; nothing was sent", saga_id=saga_id
@@ -100,23 +123,27 @@ def _version_number(conn: Connection, saga_id: str, digest: str) -> int:
 
 
 def publish_bound(session: Session, saga_id: str, destination: str, digest: str) -> None:
-    """`publish` names a destination of an approved or executing saga, and its head version."""
-    conn = _reads(session)
-    saga = _saga(conn, saga_id, destination)
+    """`publish` names a destination of an approved or executing saga, and its head version,
+    whose bytes hash, now, to the digest: one read."""
+    saga = _held(
+        _reads(session).execute(_PUBLISH_READ, {"saga_id": saga_id, "digest": digest}).first(),
+        saga_id,
+        destination,
+    )
     if SagaState(saga.state) not in PUBLISH_STATES:
         raise Refused(
             f"saga {saga.id} is {saga.state}; publishing needs approved or executing", saga_id=saga.id
         )
-    if _version_number(conn, saga.id, digest) != saga.head_version:
+    if _known(saga.number, saga.id, digest) != saga.head_version:
         raise Refused(f"digest {digest[:12]}… is not the head version of saga {saga.id}", saga_id=saga.id)
     # Halted: nothing more is published in this execution, whoever calls.
     if saga.cancel_requested_by:
         raise Refused(
             f"saga {saga.id}: a cancel was asked for by {saga.cancel_requested_by}; nothing was sent"
         )
-    failed = conn.execute(_FAILED_STEP, {"saga_id": saga.id}).scalar()
-    if failed is not None:
-        raise Refused(f"saga {saga.id}: step {failed} failed; nothing more is published until a retry")
+    if saga.failed is not None:
+        raise Refused(f"saga {saga.id}: step {saga.failed} failed; nothing more is published until a retry")
+    check_bytes(saga.markdown, digest, version=saga.number)
 
 
 def status_bound(session: Session, saga_id: str, destination: str, digest: str) -> None:
@@ -149,14 +176,6 @@ def compensate_bound(session: Session, saga_id: str, destination: str, digest: s
             "(an operator's cancel is the way); nothing was undone",
             saga_id=saga.id,
         )
-
-
-def bytes_match(session: Session, saga_id: str, digest: str) -> None:
-    """The markdown about to be sent hashes, now, to the approved digest."""
-    version = _reads(session).execute(_VERSION_BYTES, {"saga_id": saga_id, "digest": digest}).first()
-    if version is None:
-        raise Refused(f"saga {saga_id} has no version with digest {digest[:12]}…; nothing was sent")
-    check_bytes(version.markdown, digest, version=version.number)
 
 
 def check_bytes(markdown: str, digest: str, *, version: int) -> None:
@@ -194,7 +213,6 @@ __all__ = [
     "COMPENSABLE",
     "PUBLISH_STATES",
     "STATUS_STATES",
-    "bytes_match",
     "check_bytes",
     "compensate_bound",
     "publish_bound",

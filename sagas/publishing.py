@@ -32,7 +32,7 @@ from sagas import effect_checks, records
 from sagas.destinations.base import Destination, PublishedVersion
 from sagas.destinations.registry import slugify
 from sagas.machine import SagaState
-from sagas.step_records import set_step
+from sagas.step_records import put_step, set_step
 from sagas.step_states import StepState
 from telemetry import metrics
 
@@ -98,7 +98,7 @@ class PublishingTools:
                 compensation="publish.compensate",
                 approval=lambda a: (a.saga_id, a.version_digest, a.destination),
                 recorder=self._record_publish,
-                pre_execute=(self._publish_bound, self._bytes_match, self._within_roots),
+                pre_execute=(self._publish_bound, self._within_roots),
             ),
             read_only(
                 "publish.status",
@@ -186,9 +186,6 @@ class PublishingTools:
     def _publish_bound(self, uow: UnitOfWork, ctx: ToolContext, args: PublishArgs) -> None:
         effect_checks.publish_bound(uow.session, args.saga_id, args.destination, args.version_digest)
 
-    def _bytes_match(self, uow: UnitOfWork, ctx: ToolContext, args: PublishArgs) -> None:
-        effect_checks.bytes_match(uow.session, args.saga_id, args.version_digest)
-
     def _within_roots(self, uow: UnitOfWork, ctx: ToolContext, args: PublishArgs | CompensateArgs) -> None:
         effect_checks.within_roots(args.destination, self.roots)
 
@@ -201,21 +198,19 @@ class PublishingTools:
     ) -> None:
         if result.status is not ToolStatus.OK:
             return
-        s = uow.session
-        # The saga is locked (its chain, already held by the result's event), so its
-        # steps are read once; this one is updated (or created) in memory.
-        hold_chain(s, args.saga_id)
-        steps = records.steps(s, args.saga_id)
-        step = next((st for st in steps if st.uri == args.destination), None)
-        if step is None:
-            saga = records.load_saga(s, args.saga_id)
-            step = StepRow(
-                saga_id=saga.id, uri=args.destination, position=saga.destinations.index(args.destination)
-            )
-        step.receipt = result.output if isinstance(result.output, dict) else {"value": result.output}
-        step.idempotency_key = publish_key(args)
-        step.version_digest = args.version_digest
-        set_step(s, step, StepState.DONE, actor=ctx.actor)
+        # The saga is locked (its chain, already held by the result's event): its step is read once.
+        hold_chain(uow.session, args.saga_id)
+        receipt = result.output if isinstance(result.output, dict) else {"value": result.output}
+        put_step(
+            uow.session,
+            args.saga_id,
+            args.destination,
+            StepState.DONE,
+            actor=ctx.actor,
+            key=publish_key(args),
+            receipt=receipt,
+            version_digest=args.version_digest,
+        )
         # The saga's own transitions are its runner's (`sagas.decider` decides them).
 
     def _record_compensation(

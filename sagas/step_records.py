@@ -7,10 +7,13 @@ reducer (`sagas.reducer`) can rebuild every step from the events alone.
 
 from __future__ import annotations
 
+from typing import Any
+
+from sqlalchemy import Table, bindparam, insert, select, update
 from sqlmodel import Session
 
-from orchestrator.store.events import add_event
-from orchestrator.store.tables import StepRow, utcnow
+from orchestrator.store.events import add_event, insert_event
+from orchestrator.store.tables import SagaRow, StepRow, new_id, utcnow
 from sagas.step_states import StepState
 
 STEP_EVENT = "step"
@@ -36,4 +39,62 @@ def set_step(session: Session, step: StepRow, state: StepState, *, actor: str) -
     )
 
 
-__all__ = ["STEP_EVENT", "set_step"]
+_SAGAS: Table = SagaRow.__table__  # type: ignore[attr-defined]
+_STEPS: Table = StepRow.__table__  # type: ignore[attr-defined]
+# A step's row (none yet: nulls) and the saga's destinations, whose order is its position.
+_STEP_OF = (
+    select(_SAGAS.c.destinations, _STEPS.c.id, _STEPS.c.position)
+    .select_from(
+        _SAGAS.outerjoin(_STEPS, (_STEPS.c.saga_id == _SAGAS.c.id) & (_STEPS.c.uri == bindparam("uri")))
+    )
+    .where(_SAGAS.c.id == bindparam("saga_id"))
+)
+_STEP_NEW = insert(_STEPS)
+_STEP_CHANGE = (
+    update(_STEPS)
+    .where(_STEPS.c.id == bindparam("b_id"))
+    .values(
+        state=bindparam("state"),
+        idempotency_key=bindparam("idempotency_key"),
+        receipt=bindparam("receipt", type_=_STEPS.c.receipt.type),
+        version_digest=bindparam("version_digest"),
+        updated_at=bindparam("updated_at", type_=_STEPS.c.updated_at.type),
+    )
+)
+
+
+def put_step(
+    session: Session,
+    saga_id: str,
+    uri: str,
+    state: StepState,
+    *,
+    actor: str,
+    key: str,
+    receipt: dict[str, Any] | None,
+    version_digest: str,
+) -> None:
+    """`set_step` for a hot path (the publish's result): the step of `uri` made (or moved to)
+    `state` with its key, receipt and version, and its event, on prebuilt statements. The
+    caller holds the saga's lock (its chain), so the step read here cannot change under it."""
+    conn = session.connection()
+    destinations, step_id, position = conn.execute(_STEP_OF, {"saga_id": saga_id, "uri": uri}).one()
+    values = {
+        "state": state.value,
+        "idempotency_key": key,
+        "receipt": receipt,
+        "version_digest": version_digest,
+        "updated_at": utcnow(),
+    }
+    if step_id is None:
+        position = destinations.index(uri)
+        conn.execute(
+            _STEP_NEW, {"id": new_id(), "saga_id": saga_id, "position": position, "uri": uri, **values}
+        )
+    else:
+        conn.execute(_STEP_CHANGE, {"b_id": step_id, **values})
+    detail = {"destination": uri, "position": position, "key": key, "version_digest": version_digest}
+    insert_event(session, saga_id=saga_id, actor=actor, kind=STEP_EVENT, status=state.value, detail=detail)
+
+
+__all__ = ["STEP_EVENT", "put_step", "set_step"]

@@ -11,10 +11,12 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Table, bindparam, insert, update
+from sqlalchemy import Table, bindparam, insert, literal, update
 from sqlalchemy import select as core_select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, select
+from sqlmodel import Session
 
 from orchestrator.core.errors import (
     ApprovalRefused,
@@ -27,7 +29,8 @@ from orchestrator.harness.checkpoints import GENESIS, AgentState, chain_hash
 from orchestrator.harness.ledger_status import RESTARTABLE, LedgerStatus
 from orchestrator.harness.ports import AuthorizationReads, LedgerView
 from orchestrator.store.db import WRITE_OPTION, UnitOfWork, unit_of_work
-from orchestrator.store.people import approver_lapse
+from orchestrator.store.people import approver_lapse, lapse_reason
+from orchestrator.store.people_tables import UserRow
 from orchestrator.store.tables import (
     ApprovalRow,
     CheckpointRow,
@@ -46,7 +49,13 @@ _LEDGER_HELD = (
     .where(_LEDGER.c.key == bindparam("k"))
     .with_for_update()
 )
-_LEDGER_NEW = insert(_LEDGER)
+# A key's first call: its row, unless one is there (then read, locked, below).
+_LEDGER_NEW = {
+    name: dialect_insert(_LEDGER)
+    .on_conflict_do_nothing(index_elements=[_LEDGER.c.key])
+    .returning(_LEDGER.c.key)
+    for name, dialect_insert in (("postgresql", pg_insert), ("sqlite", sqlite_insert))
+}
 _LEDGER_AGAIN = (
     update(_LEDGER)
     .where(_LEDGER.c.key == bindparam("k"))
@@ -67,6 +76,21 @@ _LEDGER_FINISH = (
         updated_at=bindparam("b_now", type_=_LEDGER.c.updated_at.type),
     )
 )
+_USERS: Table = UserRow.__table__  # type: ignore[attr-defined]
+
+
+def _approvers(column: Any) -> Any:
+    """The approver's user row's `column`, read in the statement that consumes the approval."""
+    return (
+        core_select(column)
+        .where(_USERS.c.id == _APPROVALS.c.approver_id)
+        .correlate(_APPROVALS)
+        .scalar_subquery()
+    )
+
+
+# Consumed once, atomically; what `lapse_reason` needs comes back with it (closed mode: any
+# user at all; the approver's user row), so the approver is checked in the same round trip.
 _CONSUME = (
     update(_APPROVALS)
     .where(
@@ -76,7 +100,15 @@ _CONSUME = (
         _APPROVALS.c.expires_at > bindparam("b_now", type_=_APPROVALS.c.expires_at.type),
     )
     .values(consumed_at=bindparam("b_now"), consumed_by=bindparam("b_exec"))
-    .returning(_APPROVALS.c.approver_id, _APPROVALS.c.approver)
+    .returning(
+        _APPROVALS.c.approver_id,
+        _APPROVALS.c.approver,
+        core_select(_USERS.c.id).limit(1).scalar_subquery().label("any_user"),
+        _approvers(_USERS.c.id).label("user_id"),
+        _approvers(_USERS.c.active).label("active"),
+        _approvers(_USERS.c.roles).label("roles"),
+        _approvers(_USERS.c.display).label("display"),
+    )
 )
 _CHECKPOINT_NEW = insert(_CHECKPOINTS)
 _CHECKPOINT_HEAD = (
@@ -85,6 +117,53 @@ _CHECKPOINT_HEAD = (
     .order_by(_CHECKPOINTS.c.seq.desc())
     .limit(1)
 )
+_SAGAS: Table = SagaRow.__table__  # type: ignore[attr-defined]
+_LEDGER_COLUMNS = (
+    _LEDGER.c.key,
+    _LEDGER.c.tool,
+    _LEDGER.c.saga_id,
+    _LEDGER.c.args_digest,
+    _LEDGER.c.status,
+    _LEDGER.c.result,
+    _LEDGER.c.attempts,
+    _LEDGER.c.claimed_until,
+)
+_APPROVAL_COLUMNS = (
+    _APPROVALS.c.id,
+    _APPROVALS.c.saga_id,
+    _APPROVALS.c.version,
+    _APPROVALS.c.version_digest,
+    _APPROVALS.c.destinations,
+    _APPROVALS.c.session,
+    _APPROVALS.c.approver,
+    _APPROVALS.c.expires_at,
+    _APPROVALS.c.token,
+    _APPROVALS.c.consumed_by,
+    _APPROVALS.c.voided_at,
+)
+# The latest approval issued for (saga, version digest): the one a call is authorized by.
+_LATEST_APPROVAL = (
+    core_select(_APPROVALS.c.id)
+    .where(_APPROVALS.c.saga_id == bindparam("sid"), _APPROVALS.c.version_digest == bindparam("digest"))
+    .order_by(_APPROVALS.c.issued_at.desc())
+    .limit(1)
+    .scalar_subquery()
+)
+# The authorization's three reads in one statement: each an outer join onto one row, so a
+# missing ledger row, saga or approval (or an unbound key) reads as nulls.
+_ONE_ROW = core_select(literal(1).label("one")).subquery("one_row")
+_AUTHORIZATION_READS = core_select(
+    *(c.label(f"ledger_{c.name}") for c in _LEDGER_COLUMNS),
+    _SAGAS.c.id.label("saga_id"),
+    _SAGAS.c.run.label("saga_run"),
+    *(c.label(f"approval_{c.name}") for c in _APPROVAL_COLUMNS),
+).select_from(
+    _ONE_ROW.outerjoin(_LEDGER, _LEDGER.c.key == bindparam("k"))
+    .outerjoin(_SAGAS, _SAGAS.c.id == bindparam("sid"))
+    .outerjoin(_APPROVALS, _APPROVALS.c.id == _LATEST_APPROVAL)
+)
+_LEDGER_VIEW = core_select(*_LEDGER_COLUMNS).where(_LEDGER.c.key == bindparam("k"))
+_APPROVAL_VIEW = core_select(*_APPROVAL_COLUMNS).where(_APPROVALS.c.id == _LATEST_APPROVAL)
 _LOOSE_CHECKPOINT_HEAD = (
     core_select(_CHECKPOINTS.c.hash)
     .where(_CHECKPOINTS.c.saga_id.is_(None))
@@ -94,20 +173,72 @@ _LOOSE_CHECKPOINT_HEAD = (
 
 
 def approval_view(row: ApprovalRow) -> ApprovalView:
+    return _approval(
+        row.id,
+        row.saga_id,
+        row.version,
+        row.version_digest,
+        row.destinations,
+        row.session,
+        row.approver,
+        row.expires_at,
+        row.token,
+        row.consumed_by,
+        row.voided_at,
+    )
+
+
+def _approval(
+    approval_id: str,
+    saga_id: str,
+    version: int,
+    version_digest: str,
+    destinations: list[str],
+    session: str,
+    approver: str,
+    expires_at: datetime,
+    token: str,
+    consumed_by: str | None,
+    voided_at: datetime | None,
+) -> ApprovalView:
+    """An approval's view from its columns, in `_APPROVAL_COLUMNS` order."""
     return ApprovalView(
-        approval_id=row.id,
+        approval_id=approval_id,
         binding=ApprovalBinding(
-            saga_id=row.saga_id,
-            version=row.version,
-            version_digest=row.version_digest,
-            destinations=tuple(row.destinations),
-            session=row.session,
-            approver=row.approver,
-            expires_at=aware(row.expires_at),
+            saga_id=saga_id,
+            version=version,
+            version_digest=version_digest,
+            destinations=tuple(destinations),
+            session=session,
+            approver=approver,
+            expires_at=aware(expires_at),
         ),
-        token=row.token,
-        consumed_by=row.consumed_by,
-        voided=row.voided_at is not None,
+        token=token,
+        consumed_by=consumed_by,
+        voided=voided_at is not None,
+    )
+
+
+def _ledger(
+    key: str,
+    tool: str,
+    saga_id: str | None,
+    args_digest: str,
+    status: str,
+    result: dict[str, Any] | None,
+    attempts: int,
+    claimed_until: datetime | None,
+) -> LedgerView:
+    """A ledger row's view from its columns, in `_LEDGER_COLUMNS` order."""
+    return LedgerView(
+        key=key,
+        tool=tool,
+        saga_id=saga_id,
+        args_digest=args_digest,
+        status=status,
+        result=result,
+        attempts=attempts,
+        claimed_until=claimed_until,
     )
 
 
@@ -191,12 +322,15 @@ def call_unit(engine: Engine, tx: Any) -> Iterator[UnitOfWork]:
 def read_for_authorization(
     s: Session, key: str | None, saga_id: str | None, version_digest: str | None
 ) -> AuthorizationReads:
+    """The key's ledger row, the saga's session and the approval for its version: one statement."""
+    params = {"k": key, "sid": saga_id, "digest": version_digest}
+    values: tuple[Any, ...] = tuple(s.connection().execute(_AUTHORIZATION_READS, params).one())
+    n, m = len(_LEDGER_COLUMNS), len(_APPROVAL_COLUMNS)
+    ledger, (saga, run), approval = values[:n], values[n : n + 2], values[n + 2 : n + 2 + m]
     return AuthorizationReads(
-        ledger=ledger_row(s, key) if key else None,
-        saga_session=saga_session_of(s, saga_id) if saga_id is not None else None,
-        approval=approval_of(s, saga_id, version_digest)
-        if saga_id is not None and version_digest is not None
-        else None,
+        ledger=_ledger(*ledger) if ledger[0] is not None else None,
+        saga_session=f"{saga}:{run}" if saga is not None else None,
+        approval=_approval(*approval) if approval[0] is not None and version_digest is not None else None,
     )
 
 
@@ -206,37 +340,32 @@ def saga_session_of(s: Session, saga_id: str) -> str | None:
 
 
 def approval_of(s: Session, saga_id: str, version_digest: str) -> ApprovalView | None:
-    row = s.exec(
-        select(ApprovalRow)
-        .where(ApprovalRow.saga_id == saga_id, ApprovalRow.version_digest == version_digest)
-        .order_by(col(ApprovalRow.issued_at).desc())
-    ).first()
-    return approval_view(row) if row else None
+    row = s.connection().execute(_APPROVAL_VIEW, {"sid": saga_id, "digest": version_digest}).first()
+    return _approval(*row) if row else None
 
 
 def ledger_row(s: Session, key: str) -> LedgerView | None:
-    row = s.get(LedgerRow, key)
-    if row is None:
-        return None
-    return LedgerView(
-        key=row.key,
-        tool=row.tool,
-        saga_id=row.saga_id,
-        args_digest=row.args_digest,
-        status=row.status,
-        result=row.result,
-        attempts=row.attempts,
-        claimed_until=row.claimed_until,
-    )
+    row = s.connection().execute(_LEDGER_VIEW, {"k": key}).first()
+    return _ledger(*row) if row else None
 
 
-def consume_approval(s: Session, approval_id: str, execution: str, now: datetime) -> tuple[str | None, str]:
-    """Consume once, atomically; the same execution may go on using it. The
-    approver (`approver_id`, `approver`) of the approval consumed."""
+def consume_approval(s: Session, approval_id: str, execution: str, now: datetime) -> None:
+    """Consume once, atomically; the same execution may go on using it. Raises
+    `ApprovalRefused`, or `ApproverLapsed` when its approver can no longer carry it
+    (`lapse_reason`: in closed mode, an active user who still holds `reviewer`)."""
     conn = s.connection()
     taken = conn.execute(_CONSUME, {"a": approval_id, "b_now": now, "b_exec": execution}).first()
     if taken is not None:
-        return taken[0], taken[1]
+        user = (taken.active, taken.roles, taken.display) if taken.user_id is not None else None
+        why = lapse_reason(taken.any_user is not None, user, taken.approver)
+    else:
+        why = approver_lapse(s, *_consumed_before(s, approval_id, execution, now))
+    if why:
+        raise ApproverLapsed(why, approval_id=approval_id)
+
+
+def _consumed_before(s: Session, approval_id: str, execution: str, now: datetime) -> tuple[str | None, str]:
+    """Not consumed now: the approver of one this execution consumed already, or why it is refused."""
     row = s.get(ApprovalRow, approval_id)
     if row is None:
         raise ApprovalRefused("approval not found", approval_id=approval_id)
@@ -249,36 +378,27 @@ def consume_approval(s: Session, approval_id: str, execution: str, now: datetime
     return row.approver_id, row.approver
 
 
-def approver_still_reviewer(s: Session, approval_id: str, approver_id: str | None, approver: str) -> None:
-    """In the pre-execute transaction: the approver is still an active reviewer (closed mode)."""
-    why = approver_lapse(s, approver_id, approver)
-    if why:
-        raise ApproverLapsed(why, approval_id=approval_id)
-
-
 def ledger_pending(
     s: Session, key: str, state: AgentState, saga_id: str | None, now: datetime, until: datetime
 ) -> None:
     """The key's ledger row `pending`, claimed until `until`: a new row, or a restartable one again."""
     conn = s.connection()
-    row = conn.execute(_LEDGER_HELD, {"k": key}).first()
-    if row is None:
-        # A concurrent first call inserts the same key: one of the two fails on the primary key.
-        conn.execute(
-            _LEDGER_NEW,
-            {
-                "key": key,
-                "tool": state.tool,
-                "saga_id": saga_id,
-                "args_digest": state.args_digest,
-                "status": LedgerStatus.PENDING.value,
-                "attempts": 1,
-                "claimed_until": until,
-                "created_at": now,
-                "updated_at": now,
-            },
-        )
+    new = {
+        "key": key,
+        "tool": state.tool,
+        "saga_id": saga_id,
+        "args_digest": state.args_digest,
+        "status": LedgerStatus.PENDING.value,
+        "attempts": 1,
+        "claimed_until": until,
+        "created_at": now,
+        "updated_at": now,
+    }
+    # A concurrent first call of the same key waits here for the other's transaction: its
+    # row, once committed, is read below (in flight); rolled back, this insert goes ahead.
+    if conn.execute(_LEDGER_NEW[conn.dialect.name], new).first() is not None:
         return
+    row = conn.execute(_LEDGER_HELD, {"k": key}).one()
     args_digest, status, claimed_until = row
     if args_digest != state.args_digest:
         raise IdempotencyConflict(f"key {key} was used with other arguments", key=key)
@@ -324,7 +444,6 @@ __all__ = [
     "approval_of",
     "approval_row",
     "approval_view",
-    "approver_still_reviewer",
     "aware",
     "call_unit",
     "consume_approval",

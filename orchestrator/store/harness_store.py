@@ -135,8 +135,7 @@ class SqlHarnessStore:
                 if charge is not None:
                     charge_budget(s, charge)
                 if approval_id is not None:
-                    approver = rows.consume_approval(s, approval_id, execution or "", now)
-                    rows.approver_still_reviewer(s, approval_id, *approver)
+                    rows.consume_approval(s, approval_id, execution or "", now)
                 if key:
                     rows.ledger_pending(s, key, state, saga_id, now, now + timedelta(seconds=claim_seconds))
                 rows.add_checkpoint(s, saga_id, state)

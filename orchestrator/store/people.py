@@ -131,12 +131,21 @@ def approver_lapse(s: Session, approver_id: str | None, approver: str) -> str | 
     if not any_user(s):
         return None
     row = s.get(UserRow, approver_id) if approver_id else None
-    if row is None:
+    return lapse_reason(True, (row.active, row.roles, row.display) if row else None, approver)
+
+
+def lapse_reason(closed: bool, user: tuple[bool, list[str], str] | None, approver: str) -> str | None:
+    """`approver_lapse` on what was read: closed mode, and the approver's user row
+    (active, roles, display name) or None when the approver is no user."""
+    if not closed:
+        return None
+    if user is None:
         return f"approver {approver} is not a user (approved without one); a reviewer must approve again"
-    if not row.active:
-        return f"approver {row.display} was revoked after approving"
-    if Role.REVIEWER.value not in row.roles:
-        return f"approver {row.display} no longer holds the reviewer role"
+    active, roles, display = user
+    if not active:
+        return f"approver {display} was revoked after approving"
+    if Role.REVIEWER.value not in roles:
+        return f"approver {display} no longer holds the reviewer role"
     return None
 
 
@@ -328,5 +337,6 @@ __all__ = [
     "UserView",
     "any_user",
     "approver_lapse",
+    "lapse_reason",
     "principal_of",
 ]

@@ -153,3 +153,30 @@ def test_an_unchanged_approver_publishes(tmp_path: Path, corpus: Path) -> None:
         app.drain()
         assert run_json(env, "status", sid, token=tokens["erin"])["state"] == "succeeded"
         assert hook.posts == 1
+
+
+def test_an_approval_given_in_open_mode_lapses_once_people_are_added(tmp_path: Path, corpus: Path) -> None:
+    """Approved by a free-text name while no user existed; the first user added closes the
+    install before the publisher runs: that approval carries no person, so nothing is sent."""
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    env = base_env(
+        PRESSROOM_DATABASE_URL=url, PRESSROOM_BROKER_URL="none://", PRESSROOM_SECRET="integration-secret"
+    )
+    with WebhookServer() as hook:
+        inline = {**env, "PRESSROOM_BROKER_URL": "inline://"}
+        saga = run_json(
+            inline, "submit", "--brief", BRIEF, "--corpus", str(corpus), "--dest", f"webhook:{hook.url}"
+        )
+        sid = saga["saga_id"]
+        run_json(env, "approve", sid, "--version", "1", "--as", "erin")  # the message waits in the outbox
+        admin = run_json(env, "users", "add", "admin", "--role", "admin")["token"]
+        app = make_app(url, tmp_path)
+        assert app.relay is not None
+        app.relay.run_once()
+        app.drain()
+        status = run_json(env, "status", sid, token=admin)
+        history = run_json(env, "history", sid, token=admin)
+        assert hook.requests == {}, f"the destination was called: {dict(hook.requests)}"
+        assert status["state"] == "ready-for-review", status
+        reasons = [str(e.get("detail", {}).get("reason") or "") for e in history["events"]]
+        assert any("approver erin is not a user (approved without one)" in r for r in reasons), reasons
