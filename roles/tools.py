@@ -24,7 +24,7 @@ from orchestrator.core.errors import InvalidInput, NotFound
 from orchestrator.harness.declare import read_only, reversible_write
 from orchestrator.harness.digests import text_digest
 from orchestrator.harness.spec import ToolContext, ToolSpec
-from orchestrator.store.db import unit_of_work
+from orchestrator.store.db import one_read, unit_of_work
 from orchestrator.store.tables import ArtifactRow, SagaRow
 from roles.artifacts import Artifact, Draft, Evidence, Finding, SourceFile
 from roles.corpus import load_corpus, read_source
@@ -114,7 +114,7 @@ class RoleTools:
 
     def _read_saga(self, saga_id: str) -> tuple[str, Path, datetime]:
         """The saga's brief, corpus folder and submit time (one prebuilt read)."""
-        with self.engine.connect() as conn:
+        with one_read(self.engine) as conn:
             row = conn.execute(_SAGA_BASICS, {"saga_id": saga_id}).first()
         if row is None:
             raise NotFound(f"no saga {saga_id!r}", saga_id=saga_id)

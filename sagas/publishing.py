@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import Row, Table, and_, bindparam
+from sqlalchemy import Table, and_, bindparam
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, select
 
@@ -25,7 +25,7 @@ from orchestrator.harness.declare import high_risk, read_only, reversible_write
 from orchestrator.harness.digests import business_key
 from orchestrator.harness.links import LinkPolicy, describe, foreign_links
 from orchestrator.harness.spec import ProbeAnswer, ToolContext, ToolResult, ToolSpec, ToolStatus
-from orchestrator.store.db import UnitOfWork
+from orchestrator.store.db import UnitOfWork, one_read
 from orchestrator.store.events import hold_chain
 from orchestrator.store.tables import ApprovalRow, SagaRow, StepRow, VersionRow
 from sagas import effect_checks, records
@@ -120,7 +120,7 @@ class PublishingTools:
 
     # -- executors ----------------------------------------------------------
     def _publish(self, ctx: ToolContext, args: PublishArgs) -> dict[str, Any]:
-        with self.engine.connect() as conn:
+        with one_read(self.engine) as conn:
             found = conn.execute(
                 _PUBLISH_INPUTS, {"saga_id": args.saga_id, "digest": args.version_digest}
             ).first()
@@ -260,7 +260,7 @@ _PUBLISH_INPUTS = (
 )
 
 
-def _published_version(args: PublishArgs, found: Row[Any] | None) -> PublishedVersion:
+def _published_version(args: PublishArgs, found: Sequence[Any] | None) -> PublishedVersion:
     """The version a publish sends, or why it may not: checked on what `_PUBLISH_INPUTS` read."""
     if found is None:
         raise NotFound(f"no saga {args.saga_id!r}", saga_id=args.saga_id)

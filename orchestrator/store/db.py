@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import event, text
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session, create_engine
 
 from orchestrator.store import outage, schema
@@ -98,6 +98,17 @@ def _after_fork_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def one_read(engine: Engine) -> Connection:
+    """A connection for one statement that reads outside any transaction. PostgreSQL: in
+    autocommit, so no `BEGIN` round trip precedes the statement (the isolation level is put
+    back when the connection returns to the pool); SQLite: its deferred `BEGIN`, which is
+    local and costs no more."""
+    conn = engine.connect()
+    if engine.dialect.name == "postgresql":
+        conn.execution_options(isolation_level="AUTOCOMMIT")
+    return conn
 
 
 def relaxed_commit(session: Session) -> None:

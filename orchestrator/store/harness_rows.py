@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Table, bindparam, insert, literal, update
+from sqlalchemy import String, Table, bindparam, func, insert, literal, update
 from sqlalchemy import select as core_select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -29,6 +29,7 @@ from orchestrator.harness.checkpoints import GENESIS, AgentState, chain_hash
 from orchestrator.harness.ledger_status import RESTARTABLE, LedgerStatus
 from orchestrator.harness.ports import AuthorizationReads, LedgerView
 from orchestrator.store.db import WRITE_OPTION, UnitOfWork, unit_of_work
+from orchestrator.store.events import chain_held, hold_chain
 from orchestrator.store.people import approver_lapse, lapse_reason
 from orchestrator.store.people_tables import UserRow
 from orchestrator.store.tables import (
@@ -164,6 +165,8 @@ _AUTHORIZATION_READS = core_select(
 )
 _LEDGER_VIEW = core_select(*_LEDGER_COLUMNS).where(_LEDGER.c.key == bindparam("k"))
 _APPROVAL_VIEW = core_select(*_APPROVAL_COLUMNS).where(_APPROVALS.c.id == _LATEST_APPROVAL)
+# PostgreSQL: the saga's lock and both its chains' heads (migration 0007).
+_HOLD_CHAINS = core_select(func.pressroom_hold_chains(bindparam("saga_id", type_=String)))
 _LOOSE_CHECKPOINT_HEAD = (
     core_select(_CHECKPOINTS.c.hash)
     .where(_CHECKPOINTS.c.saga_id.is_(None))
@@ -415,15 +418,28 @@ def finish_ledger(s: Session, key: str, status: str, result: dict[str, Any] | No
     s.connection().execute(_LEDGER_FINISH, values)
 
 
-def add_checkpoint(s: Session, saga_id: str | None, state: AgentState) -> None:
-    """The state before a side effect, chained onto the saga's last checkpoint (the
-    caller holds the saga's lock, so the chain cannot fork)."""
+def hold_chains(s: Session, saga_id: str) -> str:
+    """`hold_chain` for a transaction that writes a checkpoint: the saga locked, its event head
+    kept, and its checkpoint head returned (PostgreSQL: one round trip, migration 0007)."""
     conn = s.connection()
-    if saga_id is not None:
-        found = conn.execute(_CHECKPOINT_HEAD, {"saga_id": saga_id}).scalar()
+    if conn.dialect.name != "postgresql":  # SQLite: the unit of work holds the write lock already
+        hold_chain(s, saga_id)
+        return conn.execute(_CHECKPOINT_HEAD, {"saga_id": saga_id}).scalar() or GENESIS
+    events_head, checkpoints_head = conn.execute(_HOLD_CHAINS, {"saga_id": saga_id}).scalar_one()
+    chain_held(s, saga_id, events_head)
+    return str(checkpoints_head or GENESIS)
+
+
+def add_checkpoint(s: Session, saga_id: str | None, state: AgentState, head: str | None = None) -> None:
+    """The state before a side effect, chained onto the saga's last checkpoint (`head`, from
+    `hold_chains`, or read now: the caller holds the saga's lock, so the chain cannot fork)."""
+    conn = s.connection()
+    if head is not None:
+        prev_hash = head
+    elif saga_id is not None:
+        prev_hash = conn.execute(_CHECKPOINT_HEAD, {"saga_id": saga_id}).scalar() or GENESIS
     else:
-        found = conn.execute(_LOOSE_CHECKPOINT_HEAD).scalar()
-    prev_hash = found or GENESIS
+        prev_hash = conn.execute(_LOOSE_CHECKPOINT_HEAD).scalar() or GENESIS
     conn.execute(
         _CHECKPOINT_NEW,
         {
@@ -448,6 +464,7 @@ __all__ = [
     "call_unit",
     "consume_approval",
     "finish_ledger",
+    "hold_chains",
     "ledger_pending",
     "ledger_row",
     "read_for_authorization",

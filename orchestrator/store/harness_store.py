@@ -127,9 +127,8 @@ class SqlHarnessStore:
         try:
             with rows.call_unit(self.engine, tx) as uow:
                 s = uow.session
-                if saga_id is not None:
-                    # Serialize effects of one saga (its row's lock): the chains never fork.
-                    hold_chain(s, saga_id)
+                # Serialize effects of one saga (its row's lock): the chains never fork.
+                head = rows.hold_chains(s, saga_id) if saga_id is not None else None
                 if guard is not None:
                     guard(uow)
                 if charge is not None:
@@ -138,7 +137,7 @@ class SqlHarnessStore:
                     rows.consume_approval(s, approval_id, execution or "", now)
                 if key:
                     rows.ledger_pending(s, key, state, saga_id, now, now + timedelta(seconds=claim_seconds))
-                rows.add_checkpoint(s, saga_id, state)
+                rows.add_checkpoint(s, saga_id, state, head)
                 insert_event(
                     s,
                     event_id=state.event_id,
