@@ -92,6 +92,8 @@ class SqlHarnessStore:
     ) -> str:
         with rows.call_unit(self.engine, tx) as uow:
             if charge is not None:
+                if saga_id is not None:
+                    hold_chain(uow.session, saga_id)  # the saga before its budget row, as begin_effect
                 charge_budget(uow.session, charge)
             event_id = insert_event(
                 uow.session,

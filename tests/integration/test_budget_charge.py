@@ -73,3 +73,52 @@ def test_concurrent_charges_never_spend_past_the_limit(pg_url: str) -> None:
         t.join(timeout=60)
     assert sorted(granted) == list(range(1, 26)) and len(refused) == 15
     assert _spent(engine, "s-1").calls == 25
+
+
+def test_a_reads_charge_waits_for_the_saga_like_an_intent_so_the_two_never_deadlock(pg_url: str) -> None:
+    """Every writer locks the saga before its budget row. An intent holds the saga and is
+    about to charge; a read's result arrives meanwhile with its own charge: it waits for the
+    saga (holding nothing), and both commit. Charging first, the two would each hold what
+    the other waits for, and PostgreSQL would abort one with `deadlock detected`."""
+    from sqlalchemy import text
+
+    from orchestrator.store.events import add_event, hold_chain
+    from orchestrator.store.harness_store import SqlHarnessStore
+    from orchestrator.store.tables import SagaRow
+    from tests.support.processes import wait_until
+
+    engine = make_engine(pg_url)
+    with unit_of_work(engine) as uow:
+        saga = SagaRow(brief="b", corpus="c", destinations=["site:/x"], state="preparing", created_by="dana")
+        uow.session.add(saga)
+        uow.session.flush()
+        add_event(uow.session, saga_id=saga.id, actor="dana", kind="saga", status="submitted")
+    _charge(engine, Charge(saga.id, limit=0))  # the budget row exists: a charge locks it
+    errors: list[BaseException] = []
+
+    def read_result() -> None:
+        try:
+            SqlHarnessStore(engine).record_event(
+                saga_id=saga.id,
+                actor="researcher",
+                kind="tool_call",
+                status="ok",
+                tool="corpus.read",
+                charge=Charge(saga.id, limit=0),
+            )
+        except BaseException as exc:
+            errors.append(exc)
+
+    def waiting_for_a_lock() -> bool:
+        with engine.connect() as conn:
+            return bool(conn.execute(text("SELECT count(*) FROM pg_locks WHERE NOT granted")).scalar())
+
+    reader = threading.Thread(target=read_result)
+    with unit_of_work(engine) as intent:
+        hold_chain(intent.session, saga.id)  # the intent's first step: the saga's lock
+        reader.start()
+        wait_until(waiting_for_a_lock, timeout=10, every=0.02, what="the read's record to wait")
+        charge(intent.session, Charge(saga.id, limit=0))  # then its charge
+    reader.join(timeout=30)
+    assert errors == []
+    assert _spent(engine, saga.id).calls == 3
