@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import Table, bindparam, insert, select, update
 from sqlmodel import Session
 
-from orchestrator.store.events import add_event, insert_event
+from orchestrator.store.events import WithEvent, add_event
 from orchestrator.store.tables import SagaRow, StepRow, new_id, utcnow
 from sagas.step_states import StepState
 
@@ -49,8 +49,16 @@ _STEP_OF = (
     )
     .where(_SAGAS.c.id == bindparam("saga_id"))
 )
-_STEP_NEW = insert(_STEPS)
-_STEP_CHANGE = (
+_STEP_VALUES = ("state", "idempotency_key", "receipt", "version_digest", "updated_at")
+_STEP_NEW = WithEvent(
+    insert(_STEPS).values(
+        {
+            name: bindparam(name, type_=_STEPS.c[name].type)
+            for name in ("id", "saga_id", "position", "uri", *_STEP_VALUES)
+        }
+    )
+)
+_STEP_CHANGE = WithEvent(
     update(_STEPS)
     .where(_STEPS.c.id == bindparam("b_id"))
     .values(
@@ -75,7 +83,8 @@ def put_step(
     version_digest: str,
 ) -> None:
     """`set_step` for a hot path (the publish's result): the step of `uri` made (or moved to)
-    `state` with its key, receipt and version, and its event, on prebuilt statements. The
+    `state` with its key, receipt and version, and its event, on prebuilt statements (the
+    row and its event in one round trip on PostgreSQL). The
     caller holds the saga's lock (its chain), so the step read here cannot change under it."""
     conn = session.connection()
     destinations, step_id, position = conn.execute(_STEP_OF, {"saga_id": saga_id, "uri": uri}).one()
@@ -88,13 +97,19 @@ def put_step(
     }
     if step_id is None:
         position = destinations.index(uri)
-        conn.execute(
-            _STEP_NEW, {"id": new_id(), "saga_id": saga_id, "position": position, "uri": uri, **values}
-        )
+        statement, params = _STEP_NEW, {"id": new_id(), "saga_id": saga_id, "position": position, "uri": uri}
     else:
-        conn.execute(_STEP_CHANGE, {"b_id": step_id, **values})
+        statement, params = _STEP_CHANGE, {"b_id": step_id}
     detail = {"destination": uri, "position": position, "key": key, "version_digest": version_digest}
-    insert_event(session, saga_id=saga_id, actor=actor, kind=STEP_EVENT, status=state.value, detail=detail)
+    statement.execute(
+        session,
+        {**params, **values},
+        saga_id=saga_id,
+        actor=actor,
+        kind=STEP_EVENT,
+        status=state.value,
+        detail=detail,
+    )
 
 
 __all__ = ["STEP_EVENT", "put_step", "set_step"]

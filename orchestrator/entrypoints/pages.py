@@ -92,7 +92,13 @@ def saga_href(saga_id: str, *rest: object) -> str:
 
 def render_markdown(markdown: str) -> Markup:
     """Markdown to HTML with raw HTML disabled (it shows as text)."""
-    return Markup(MarkdownIt("commonmark", {"html": False}).render(markdown))
+    return Markup(_markdown().render(markdown))
+
+
+@cache
+def _markdown() -> MarkdownIt:
+    """One renderer for the process (a render keeps no state on it)."""
+    return MarkdownIt("commonmark", {"html": False})
 
 
 def _finalize(value: object) -> object:

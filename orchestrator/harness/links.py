@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING, Final, Literal
 from urllib.parse import urlsplit
 
 if TYPE_CHECKING:  # the parser loads on first use: commands that check no links stay light
+    from markdown_it import MarkdownIt
     from markdown_it.token import Token
 
 Kind = Literal["link", "image", "text"]
@@ -91,12 +93,19 @@ def _host(authority_and_path: str) -> str | None:
     return host.rstrip(".").lower() if host else None
 
 
+@cache
+def _parser() -> MarkdownIt:
+    """One parser for the process: building one costs more than parsing a page, and a
+    parse keeps no state on it, so threads share it."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False})
+
+
 def links_in(markdown: str) -> list[Link]:
     """Every link, image and URL-like text in `markdown`, in document order."""
     found: list[Link] = []
-    from markdown_it import MarkdownIt
-
-    for token in MarkdownIt("commonmark", {"html": False}).parse(markdown):
+    for token in _parser().parse(markdown):
         _collect(token, found)
     return found
 

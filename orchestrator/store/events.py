@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import ColumnElement, String, Table, bindparam, func, insert, select
+from sqlalchemy import ColumnElement, CursorResult, Executable, String, Table, bindparam, func, insert, select
 from sqlmodel import Session
 
 from orchestrator.harness.event_chain import GENESIS, event_hash
@@ -29,6 +29,13 @@ from orchestrator.store.tables import EventRow, new_id, utcnow
 _HEADS = "pressroom.event_heads"
 _EVENTS: Table = EventRow.__table__  # type: ignore[attr-defined]
 _INSERT_EVENT = insert(_EVENTS)
+# The same INSERT with every column bound by name (`ev_<column>`), for `WithEvent` to carry.
+_EVENT_COLUMNS = tuple(c for c in _EVENTS.c if c.name != "seq")
+_EVENT_CTE = (
+    insert(_EVENTS)
+    .values({c.name: bindparam(f"ev_{c.name}", type_=c.type) for c in _EVENT_COLUMNS})
+    .cte("new_event")
+)
 # Prebuilt, run on the session's connection (no ORM execution path, no autoflush).
 _CHAIN_HEAD = (
     select(_EVENTS.c.hash)
@@ -139,4 +146,27 @@ def insert_event(session: Session, **fields: Any) -> str:
     return event_id
 
 
-__all__ = ["add_event", "chain_held", "chain_hold", "hold_chain", "insert_event"]
+class WithEvent:
+    """A prebuilt statement that writes an event along with it (`insert_event`'s fields):
+    on PostgreSQL in one round trip, the event's INSERT a CTE of the statement; elsewhere
+    the event, then the statement. Both commit, or neither, with the caller's transaction."""
+
+    def __init__(self, statement: Executable) -> None:
+        self.alone = statement
+        self.joined = statement.add_cte(_EVENT_CTE)  # type: ignore[attr-defined]
+
+    def execute(self, session: Session, params: dict[str, Any], **fields: Any) -> CursorResult[Any]:
+        """Run the statement with `params`, and insert the event `fields` describe (give it
+        its `event_id` when the statement needs it)."""
+        session.flush()
+        values = _values(fields)
+        _link(session, values)
+        conn = session.connection()
+        if conn.dialect.name != "postgresql":
+            conn.execute(_INSERT_EVENT, values)
+            return conn.execute(self.alone, params)
+        event = {f"ev_{c.name}": values.get(c.name) for c in _EVENT_COLUMNS}
+        return conn.execute(self.joined, {**params, **event})
+
+
+__all__ = ["WithEvent", "add_event", "chain_held", "chain_hold", "hold_chain", "insert_event"]

@@ -29,7 +29,7 @@ from orchestrator.harness.checkpoints import GENESIS, AgentState, chain_hash
 from orchestrator.harness.ledger_status import RESTARTABLE, LedgerStatus
 from orchestrator.harness.ports import AuthorizationReads, LedgerView
 from orchestrator.store.db import WRITE_OPTION, UnitOfWork, unit_of_work
-from orchestrator.store.events import chain_held, hold_chain
+from orchestrator.store.events import WithEvent, chain_held, hold_chain
 from orchestrator.store.people import approver_lapse, lapse_reason
 from orchestrator.store.people_tables import UserRow
 from orchestrator.store.tables import (
@@ -37,6 +37,7 @@ from orchestrator.store.tables import (
     CheckpointRow,
     LedgerRow,
     SagaRow,
+    new_id,
     utcnow,
 )
 
@@ -67,7 +68,7 @@ _LEDGER_AGAIN = (
         updated_at=bindparam("b_now", type_=_LEDGER.c.updated_at.type),
     )
 )
-_LEDGER_FINISH = (
+_LEDGER_FINISH = WithEvent(
     update(_LEDGER)
     .where(_LEDGER.c.key == bindparam("k"))
     .values(
@@ -111,7 +112,14 @@ _CONSUME = (
         _approvers(_USERS.c.display).label("display"),
     )
 )
-_CHECKPOINT_NEW = insert(_CHECKPOINTS)
+_CHECKPOINT_NEW = WithEvent(
+    insert(_CHECKPOINTS).values(
+        {
+            name: bindparam(name, type_=_CHECKPOINTS.c[name].type)
+            for name in ("saga_id", "event_id", "step", "state", "prev_hash", "hash", "created_at")
+        }
+    )
+)
 _CHECKPOINT_HEAD = (
     core_select(_CHECKPOINTS.c.hash)
     .where(_CHECKPOINTS.c.saga_id == bindparam("saga_id"))
@@ -412,10 +420,15 @@ def ledger_pending(
     conn.execute(_LEDGER_AGAIN, {"k": key, "b_until": until, "b_now": now})
 
 
-def finish_ledger(s: Session, key: str, status: str, result: dict[str, Any] | None, event_id: str) -> None:
-    """The key's outcome on its ledger row (none there: nothing to finish)."""
+def finish_ledger(
+    s: Session, key: str, status: str, result: dict[str, Any] | None, event: dict[str, Any]
+) -> str:
+    """The key's outcome on its ledger row (none there: nothing to finish) and its result's
+    `event` (`insert_event`'s fields), in one round trip on PostgreSQL; the event's id."""
+    event_id: str = event.get("event_id") or new_id()
     values = {"k": key, "b_status": status, "b_result": result, "b_event": event_id, "b_now": utcnow()}
-    s.connection().execute(_LEDGER_FINISH, values)
+    _LEDGER_FINISH.execute(s, values, **{**event, "event_id": event_id})
+    return event_id
 
 
 def hold_chains(s: Session, saga_id: str) -> str:
@@ -430,9 +443,12 @@ def hold_chains(s: Session, saga_id: str) -> str:
     return str(checkpoints_head or GENESIS)
 
 
-def add_checkpoint(s: Session, saga_id: str | None, state: AgentState, head: str | None = None) -> None:
+def add_checkpoint(
+    s: Session, saga_id: str | None, state: AgentState, head: str | None, *, event: dict[str, Any]
+) -> None:
     """The state before a side effect, chained onto the saga's last checkpoint (`head`, from
-    `hold_chains`, or read now: the caller holds the saga's lock, so the chain cannot fork)."""
+    `hold_chains`, or read now: the caller holds the saga's lock, so the chain cannot fork),
+    and its intent `event`, in one round trip on PostgreSQL."""
     conn = s.connection()
     if head is not None:
         prev_hash = head
@@ -440,18 +456,16 @@ def add_checkpoint(s: Session, saga_id: str | None, state: AgentState, head: str
         prev_hash = conn.execute(_CHECKPOINT_HEAD, {"saga_id": saga_id}).scalar() or GENESIS
     else:
         prev_hash = conn.execute(_LOOSE_CHECKPOINT_HEAD).scalar() or GENESIS
-    conn.execute(
-        _CHECKPOINT_NEW,
-        {
-            "saga_id": saga_id,
-            "event_id": state.event_id,
-            "step": state.step,
-            "state": state.model_dump(mode="json"),
-            "prev_hash": prev_hash,
-            "hash": chain_hash(prev_hash, state),
-            "created_at": utcnow(),
-        },
-    )
+    checkpoint = {
+        "saga_id": saga_id,
+        "event_id": state.event_id,
+        "step": state.step,
+        "state": state.model_dump(mode="json"),
+        "prev_hash": prev_hash,
+        "hash": chain_hash(prev_hash, state),
+        "created_at": utcnow(),
+    }
+    _CHECKPOINT_NEW.execute(s, checkpoint, **event)
 
 
 __all__ = [

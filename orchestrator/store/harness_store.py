@@ -139,17 +139,21 @@ class SqlHarnessStore:
                     rows.consume_approval(s, approval_id, execution or "", now)
                 if key:
                     rows.ledger_pending(s, key, state, saga_id, now, now + timedelta(seconds=claim_seconds))
-                rows.add_checkpoint(s, saga_id, state, head)
-                insert_event(
+                rows.add_checkpoint(
                     s,
-                    event_id=state.event_id,
-                    saga_id=saga_id,
-                    actor=actor,
-                    kind="intent",
-                    status="pending",
-                    tool=state.tool,
-                    detail={"key": key, "args_digest": state.args_digest, "approval_id": approval_id},
-                    times=times,
+                    saga_id,
+                    state,
+                    head,
+                    event={
+                        "event_id": state.event_id,
+                        "saga_id": saga_id,
+                        "actor": actor,
+                        "kind": "intent",
+                        "status": "pending",
+                        "tool": state.tool,
+                        "detail": {"key": key, "args_digest": state.args_digest, "approval_id": approval_id},
+                        "times": times,
+                    },
                 )
         except IntegrityError:
             raise IdempotencyConflict(f"another call holds key {key} in flight", key=key) from None
@@ -169,8 +173,7 @@ class SqlHarnessStore:
             s = uow.session
             if event.get("saga_id") is not None:
                 hold_chain(s, event["saga_id"])  # the saga before the ledger row, as begin_effect locks them
-            event_id = insert_event(s, **event)
-            rows.finish_ledger(s, key, ledger_status, result, event_id)
+            event_id = rows.finish_ledger(s, key, ledger_status, result, event)
             if hook is not None and ledger_status == LedgerStatus.DONE:
                 hook(uow)
             return event_id
