@@ -189,9 +189,15 @@ class MemoryHarnessStore:
             return entry.view() if entry is not None else None
 
     def authorization_reads(
-        self, key: str | None, saga_id: str | None, version_digest: str | None, *, hold: bool = False
+        self,
+        key: str | None,
+        saga_id: str | None,
+        version_digest: str | None,
+        *,
+        hold: bool = False,
+        lock: str | None = None,
     ) -> AuthorizationReads:
-        # `hold` is a no-op here: each method below is its own transaction under the lock.
+        # `hold` and `lock` are no-ops here: each method below is its own transaction under the lock.
         with self._lock:  # re-entrant: one consistent view of the three
             return AuthorizationReads(
                 ledger=self.ledger_get(key) if key else None,

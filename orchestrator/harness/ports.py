@@ -63,7 +63,13 @@ class HarnessStore(Protocol):
     def ledger_get(self, key: str) -> LedgerView | None: ...
 
     def authorization_reads(
-        self, key: str | None, saga_id: str | None, version_digest: str | None, *, hold: bool = False
+        self,
+        key: str | None,
+        saga_id: str | None,
+        version_digest: str | None,
+        *,
+        hold: bool = False,
+        lock: str | None = None,
     ) -> AuthorizationReads:
         """`ledger_get(key)`, `saga_session(saga_id)` and `find_approval(saga_id,
         version_digest)` in one read (one session on SQL); a None argument skips
@@ -72,7 +78,8 @@ class HarnessStore(Protocol):
         `hold=True` keeps the reads' transaction open on a pinned connection
         (`AuthorizationReads.tx`): pass it as `tx` to the write that follows
         (`begin_effect`, `record_event`), which commits it, and to `finish_effect`,
-        which runs on the same connection; `release(tx)` ends it."""
+        which runs on the same connection; `release(tx)` ends it. `lock` (with `hold`):
+        the saga whose chains that write appends to, locked by the reads already."""
         ...
 
     def release(self, tx: Any) -> None:

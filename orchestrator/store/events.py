@@ -56,16 +56,22 @@ def chain_hold(bind: str = "saga_id") -> ColumnElement[str | None]:
 _HOLD_CHAIN = select(chain_hold())
 
 
-def _heads(session: Session) -> dict[str | None, str]:
-    """This transaction's chain heads, by saga (forgotten when the transaction ends)."""
+def held_heads(session: Session, chain: str = "events") -> dict[str | None, str]:
+    """This transaction's heads of one kind of chain (`events`, `checkpoints`), by saga,
+    kept while it holds the sagas' locks (forgotten when the transaction ends)."""
     session.connection()  # begin, so the transaction below is this one
     txn = session.get_transaction()
-    kept = session.info.get(_HEADS)
+    name = f"{_HEADS}.{chain}"
+    kept = session.info.get(name)
     if kept is None or kept[0] is not txn:
         kept = (txn, {})
-        session.info[_HEADS] = kept
+        session.info[name] = kept
     heads: dict[str | None, str] = kept[1]
     return heads
+
+
+def _heads(session: Session) -> dict[str | None, str]:
+    return held_heads(session, "events")
 
 
 def hold_chain(session: Session, saga_id: str) -> str:
@@ -169,4 +175,4 @@ class WithEvent:
         return conn.execute(self.joined, {**params, **event})
 
 
-__all__ = ["WithEvent", "add_event", "chain_held", "chain_hold", "hold_chain", "insert_event"]
+__all__ = ["WithEvent", "add_event", "chain_held", "chain_hold", "held_heads", "hold_chain", "insert_event"]

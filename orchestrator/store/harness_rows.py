@@ -29,7 +29,7 @@ from orchestrator.harness.checkpoints import GENESIS, AgentState, chain_hash
 from orchestrator.harness.ledger_status import RESTARTABLE, LedgerStatus
 from orchestrator.harness.ports import AuthorizationReads, LedgerView
 from orchestrator.store.db import WRITE_OPTION, UnitOfWork, unit_of_work
-from orchestrator.store.events import WithEvent, chain_held, hold_chain
+from orchestrator.store.events import WithEvent, chain_held, held_heads, hold_chain
 from orchestrator.store.people import approver_lapse, lapse_reason
 from orchestrator.store.people_tables import UserRow
 from orchestrator.store.tables import (
@@ -170,6 +170,10 @@ _AUTHORIZATION_READS = core_select(
     _ONE_ROW.outerjoin(_LEDGER, _LEDGER.c.key == bindparam("k"))
     .outerjoin(_SAGAS, _SAGAS.c.id == bindparam("sid"))
     .outerjoin(_APPROVALS, _APPROVALS.c.id == _LATEST_APPROVAL)
+)
+# The same, taking the saga's lock and its chains' heads (`hold_chains`) along.
+_AUTHORIZATION_READS_LOCKING = _AUTHORIZATION_READS.add_columns(
+    func.pressroom_hold_chains(bindparam("lock", type_=String)).label("heads")
 )
 _LEDGER_VIEW = core_select(*_LEDGER_COLUMNS).where(_LEDGER.c.key == bindparam("k"))
 _APPROVAL_VIEW = core_select(*_APPROVAL_COLUMNS).where(_APPROVALS.c.id == _LATEST_APPROVAL)
@@ -331,11 +335,18 @@ def call_unit(engine: Engine, tx: Any) -> Iterator[UnitOfWork]:
 
 
 def read_for_authorization(
-    s: Session, key: str | None, saga_id: str | None, version_digest: str | None
+    s: Session, key: str | None, saga_id: str | None, version_digest: str | None, lock: str | None = None
 ) -> AuthorizationReads:
-    """The key's ledger row, the saga's session and the approval for its version: one statement."""
-    params = {"k": key, "sid": saga_id, "digest": version_digest}
-    values: tuple[Any, ...] = tuple(s.connection().execute(_AUTHORIZATION_READS, params).one())
+    """The key's ledger row, the saga's session and the approval for its version: one statement.
+    With `lock` (PostgreSQL), the same statement takes that saga's lock and both its chains'
+    heads (`hold_chains`), for the write the reads open."""
+    params = {"k": key, "sid": saga_id, "digest": version_digest, "lock": lock}
+    locking = lock is not None and s.connection().dialect.name == "postgresql"
+    found = s.connection().execute(_AUTHORIZATION_READS_LOCKING if locking else _AUTHORIZATION_READS, params)
+    values: tuple[Any, ...] = tuple(found.one())
+    if locking:
+        assert lock is not None
+        _keep_heads(s, lock, values[-1])
     n, m = len(_LEDGER_COLUMNS), len(_APPROVAL_COLUMNS)
     ledger, (saga, run), approval = values[:n], values[n : n + 2], values[n + 2 : n + 2 + m]
     return AuthorizationReads(
@@ -433,14 +444,26 @@ def finish_ledger(
 
 def hold_chains(s: Session, saga_id: str) -> str:
     """`hold_chain` for a transaction that writes a checkpoint: the saga locked, its event head
-    kept, and its checkpoint head returned (PostgreSQL: one round trip, migration 0007)."""
+    kept, and its checkpoint head returned (PostgreSQL: one round trip, migration 0007; none
+    when this transaction's authorization reads took them)."""
+    kept = held_heads(s, "checkpoints").get(saga_id)
+    if kept is not None:
+        return kept
     conn = s.connection()
     if conn.dialect.name != "postgresql":  # SQLite: the unit of work holds the write lock already
         hold_chain(s, saga_id)
-        return conn.execute(_CHECKPOINT_HEAD, {"saga_id": saga_id}).scalar() or GENESIS
-    events_head, checkpoints_head = conn.execute(_HOLD_CHAINS, {"saga_id": saga_id}).scalar_one()
+        head: str = conn.execute(_CHECKPOINT_HEAD, {"saga_id": saga_id}).scalar() or GENESIS
+    else:
+        head = _keep_heads(s, saga_id, conn.execute(_HOLD_CHAINS, {"saga_id": saga_id}).scalar_one())
+    return head
+
+
+def _keep_heads(s: Session, saga_id: str, heads: list[str | None]) -> str:
+    """Keep what `pressroom_hold_chains` returned: the saga's chains are held. Its checkpoint head."""
+    events_head, checkpoints_head = heads
     chain_held(s, saga_id, events_head)
-    return str(checkpoints_head or GENESIS)
+    head = held_heads(s, "checkpoints").setdefault(saga_id, checkpoints_head or GENESIS)
+    return head
 
 
 def add_checkpoint(

@@ -54,7 +54,13 @@ class SqlHarnessStore:
             return rows.ledger_row(s, key)
 
     def authorization_reads(
-        self, key: str | None, saga_id: str | None, version_digest: str | None, *, hold: bool = False
+        self,
+        key: str | None,
+        saga_id: str | None,
+        version_digest: str | None,
+        *,
+        hold: bool = False,
+        lock: str | None = None,
     ) -> AuthorizationReads:
         if not key and saga_id is None:
             return NO_READS
@@ -62,9 +68,9 @@ class SqlHarnessStore:
             # The reads open the call's first transaction; the intent (or the refusal) commits it.
             tx = rows.CallTx(self.engine)
             try:
-                return rows.read_for_authorization(tx.unit().session, key, saga_id, version_digest)._replace(
-                    tx=tx
-                )
+                session = tx.unit().session
+                reads = rows.read_for_authorization(session, key, saga_id, version_digest, lock)
+                return reads._replace(tx=tx)
             except BaseException:
                 tx.release()
                 raise

@@ -48,10 +48,12 @@ class Authorize:
         scope = approval_scope(c)
         # The ledger row, the saga's session and the approval, read together (one read).
         # A write's reads begin the transaction its intent commits (held; released below).
+        # They also take the caller's saga's lock, which whatever the call writes next needs.
+        lock = c.caller.saga_id
         if scope is not None:
-            reads = self.store.authorization_reads(c.key, scope[0], scope[1], hold=True)
+            reads = self.store.authorization_reads(c.key, scope[0], scope[1], hold=True, lock=lock)
         elif c.key:
-            reads = self.store.authorization_reads(c.key, None, None, hold=True)
+            reads = self.store.authorization_reads(c.key, None, None, hold=True, lock=lock)
         else:
             reads = NO_READS
         c.tx = reads.tx
