@@ -9,6 +9,7 @@ what it paid for, and a turn re-run after a crash continues the count.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import Float, Insert, Table, bindparam
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -16,6 +17,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Field, Session, SQLModel
 
 from orchestrator.harness.budget import Charge, Spent, exhausted, over
+from orchestrator.store.events import WithEvent
 from orchestrator.store.tables import utcnow
 
 
@@ -62,9 +64,15 @@ _CHARGE: dict[tuple[str, bool], Insert] = {
 }
 
 
-def charge(s: Session, c: Charge) -> Spent:
+# The same, each with an event written along (`WithEvent`): a read's charge and its result.
+_CHARGE_WITH_EVENT = {variant: WithEvent(statement) for variant, statement in _CHARGE.items()}
+
+
+def charge(s: Session, c: Charge, *, event: dict[str, Any] | None = None) -> Spent:
     """Add `c` to its saga's row, atomically, in one statement; raises `BudgetExhausted`
-    (changing nothing) when over."""
+    (changing nothing) when over. With `event` (`insert_event`'s fields), that event is
+    written by the same statement on PostgreSQL; over the limit, the caller's rollback
+    takes it back with the rest."""
     if over(Spent(), c):  # over even as the saga's first charge
         raise exhausted(c, spent(s, c.saga_id))
     conn = s.connection()
@@ -76,7 +84,11 @@ def charge(s: Session, c: Charge) -> Spent:
         "b_now": utcnow(),
         "b_limit": c.limit,
     }
-    row = conn.execute(_CHARGE[conn.dialect.name, c.limit > 0], params).first()
+    variant = conn.dialect.name, c.limit > 0
+    if event is None:
+        row = conn.execute(_CHARGE[variant], params).first()
+    else:
+        row = _CHARGE_WITH_EVENT[variant].execute(s, params, **event).first()
     if row is None:  # the row is there and the charge would go over
         raise exhausted(c, spent(s, c.saga_id))
     return Spent(calls=row[0], tokens=row[1], cost=row[2])

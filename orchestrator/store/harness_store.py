@@ -96,22 +96,25 @@ class SqlHarnessStore:
         charge: Charge | None = None,
         tx: Any = None,
     ) -> str:
+        fields: dict[str, Any] = {
+            "event_id": new_id(),
+            "saga_id": saga_id,
+            "actor": actor,
+            "kind": kind,
+            "status": status,
+            "tool": tool,
+            "detail": detail or {},
+            "times": times,
+            "parent_event_id": parent_event_id,
+        }
         with rows.call_unit(self.engine, tx) as uow:
-            if charge is not None:
+            if charge is None:
+                event_id = insert_event(uow.session, **fields)
+            else:
                 if saga_id is not None:
                     hold_chain(uow.session, saga_id)  # the saga before its budget row, as begin_effect
-                charge_budget(uow.session, charge)
-            event_id = insert_event(
-                uow.session,
-                saga_id=saga_id,
-                actor=actor,
-                kind=kind,
-                status=status,
-                tool=tool,
-                detail=detail or {},
-                times=times,
-                parent_event_id=parent_event_id,
-            )
+                charge_budget(uow.session, charge, event=fields)  # the event goes with the charge
+                event_id = fields["event_id"]
             if hook is not None:
                 hook(uow)
             return event_id
