@@ -1,13 +1,16 @@
 """The one writer of the events table: every event is appended here, chained.
 
-`add_event` (ORM) and `insert_event` (one prebuilt Core INSERT, for the hot
-paths: the harness's records and the consumer's `message applied`) both take
+`add_event` (ORM), `insert_event` (one prebuilt Core INSERT, for the hot
+paths: the harness's records and the consumer's `message applied`) and
+`WithEvent` (an event carried by the statement of the row it records, as a
+CTE on PostgreSQL: one round trip for both) all take
 the saga's chain head through `_link`, which hashes the new event onto it
 (`orchestrator.harness.event_chain`). The head is read once per
 transaction under the saga row's lock (on PostgreSQL one call of
 `pressroom_hold_chain`, migration 0006: the row `FOR UPDATE`, then the head
 read with a snapshot taken after the lock; on SQLite every unit of work
-already holds the write lock from `BEGIN IMMEDIATE`), so two transactions
+already holds the write lock from `BEGIN IMMEDIATE`; `pressroom_hold_chains`,
+migration 0007, also returns the checkpoints' head), so two transactions
 writing one saga's events take turns and the chain never forks; `UNIQUE
 (saga_id, prev_hash)` would refuse a fork if they did not. Later events of
 the same transaction chain onto the head kept in the session. An event
