@@ -73,23 +73,44 @@ def charge(s: Session, c: Charge, *, event: dict[str, Any] | None = None) -> Spe
     (changing nothing) when over. With `event` (`insert_event`'s fields), that event is
     written by the same statement on PostgreSQL; over the limit, the caller's rollback
     takes it back with the rest."""
-    if over(Spent(), c):  # over even as the saga's first charge
-        raise exhausted(c, spent(s, c.saga_id))
+    refuse_over(s, c)
     conn = s.connection()
-    params = {
-        "b_saga": c.saga_id,
-        "b_calls": c.calls,
-        "b_tokens": c.tokens,
-        "b_cost": c.cost,
-        "b_now": utcnow(),
-        "b_limit": c.limit,
-    }
     variant = conn.dialect.name, c.limit > 0
+    params = charge_params(c, utcnow())
     if event is None:
         row = conn.execute(_CHARGE[variant], params).first()
     else:
         row = _CHARGE_WITH_EVENT[variant].execute(s, params, **event).first()
-    if row is None:  # the row is there and the charge would go over
+    return charged(s, c, row)
+
+
+def charge_statement(dialect: str, c: Charge) -> Insert:
+    """`c`'s charge statement, for a caller that runs it inside a statement of its own (its
+    parameters: `charge_params`; what it returns: `charged`)."""
+    return _CHARGE[dialect, c.limit > 0]
+
+
+def charge_params(c: Charge, now: datetime) -> dict[str, Any]:
+    return {
+        "b_saga": c.saga_id,
+        "b_calls": c.calls,
+        "b_tokens": c.tokens,
+        "b_cost": c.cost,
+        "b_now": now,
+        "b_limit": c.limit,
+    }
+
+
+def refuse_over(s: Session, c: Charge) -> None:
+    """Before any statement: a charge over the limit even as the saga's first is refused."""
+    if over(Spent(), c):
+        raise exhausted(c, spent(s, c.saga_id))
+
+
+def charged(s: Session, c: Charge, row: Any) -> Spent:
+    """What the charge statement returned (calls, tokens, cost), or `BudgetExhausted` when it
+    returned nothing: the row is there and the charge would go over, so nothing was added."""
+    if row is None or row[0] is None:
         raise exhausted(c, spent(s, c.saga_id))
     return Spent(calls=row[0], tokens=row[1], cost=row[2])
 
@@ -99,4 +120,4 @@ def spent(s: Session, saga_id: str) -> Spent:
     return Spent(row.calls, row.tokens, row.cost) if row else Spent()
 
 
-__all__ = ["SagaBudgetRow", "charge", "spent"]
+__all__ = ["SagaBudgetRow", "charge", "charge_params", "charge_statement", "charged", "refuse_over", "spent"]

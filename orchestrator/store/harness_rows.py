@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import String, Table, bindparam, func, insert, literal, update
+from sqlalchemy import String, Table, bindparam, func, insert, literal, true, update
 from sqlalchemy import select as core_select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -25,9 +26,12 @@ from orchestrator.core.errors import (
     KeyInFlight,
 )
 from orchestrator.harness.approvals import ApprovalBinding, ApprovalView
+from orchestrator.harness.budget import Charge
 from orchestrator.harness.checkpoints import GENESIS, AgentState, chain_hash
 from orchestrator.harness.ledger_status import RESTARTABLE, LedgerStatus
 from orchestrator.harness.ports import AuthorizationReads, LedgerView
+from orchestrator.store.budget import charge as charge_budget
+from orchestrator.store.budget import charge_params, charge_statement, charged, refuse_over
 from orchestrator.store.db import WRITE_OPTION, UnitOfWork, unit_of_work
 from orchestrator.store.events import WithEvent, chain_held, held_heads, hold_chain
 from orchestrator.store.people import approver_lapse, lapse_reason
@@ -52,6 +56,17 @@ _LEDGER_HELD = (
     .with_for_update()
 )
 # A key's first call: its row, unless one is there (then read, locked, below).
+_LEDGER_NEW_COLUMNS = (
+    "key",
+    "tool",
+    "saga_id",
+    "args_digest",
+    "status",
+    "attempts",
+    "claimed_until",
+    "created_at",
+    "updated_at",
+)
 _LEDGER_NEW = {
     name: dialect_insert(_LEDGER)
     .on_conflict_do_nothing(index_elements=[_LEDGER.c.key])
@@ -112,12 +127,10 @@ _CONSUME = (
         _approvers(_USERS.c.display).label("display"),
     )
 )
+_CHECKPOINT_NEW_COLUMNS = ("saga_id", "event_id", "step", "state", "prev_hash", "hash", "created_at")
 _CHECKPOINT_NEW = WithEvent(
     insert(_CHECKPOINTS).values(
-        {
-            name: bindparam(name, type_=_CHECKPOINTS.c[name].type)
-            for name in ("saga_id", "event_id", "step", "state", "prev_hash", "hash", "created_at")
-        }
+        {name: bindparam(name, type_=_CHECKPOINTS.c[name].type) for name in _CHECKPOINT_NEW_COLUMNS}
     )
 )
 _CHECKPOINT_HEAD = (
@@ -377,7 +390,12 @@ def consume_approval(s: Session, approval_id: str, execution: str, now: datetime
     (`lapse_reason`: in closed mode, an active user who still holds `reviewer`)."""
     conn = s.connection()
     taken = conn.execute(_CONSUME, {"a": approval_id, "b_now": now, "b_exec": execution}).first()
-    if taken is not None:
+    _consumed(s, approval_id, execution, now, taken)
+
+
+def _consumed(s: Session, approval_id: str, execution: str, now: datetime, taken: Any) -> None:
+    """What `_CONSUME` returned (None: it consumed nothing), checked: see `consume_approval`."""
+    if taken is not None and taken.approver is not None:
         user = (taken.active, taken.roles, taken.display) if taken.user_id is not None else None
         why = lapse_reason(taken.any_user is not None, user, taken.approver)
     else:
@@ -405,7 +423,17 @@ def ledger_pending(
 ) -> None:
     """The key's ledger row `pending`, claimed until `until`: a new row, or a restartable one again."""
     conn = s.connection()
-    new = {
+    # A concurrent first call of the same key waits here for the other's transaction: its
+    # row, once committed, is read below (in flight); rolled back, this insert goes ahead.
+    new = _ledger_values(key, state, saga_id, now, until)
+    if conn.execute(_LEDGER_NEW[conn.dialect.name], new).first() is None:
+        _ledger_known(s, key, state, now, until)
+
+
+def _ledger_values(
+    key: str, state: AgentState, saga_id: str | None, now: datetime, until: datetime
+) -> dict[str, Any]:
+    return {
         "key": key,
         "tool": state.tool,
         "saga_id": saga_id,
@@ -416,12 +444,12 @@ def ledger_pending(
         "created_at": now,
         "updated_at": now,
     }
-    # A concurrent first call of the same key waits here for the other's transaction: its
-    # row, once committed, is read below (in flight); rolled back, this insert goes ahead.
-    if conn.execute(_LEDGER_NEW[conn.dialect.name], new).first() is not None:
-        return
-    row = conn.execute(_LEDGER_HELD, {"k": key}).one()
-    args_digest, status, claimed_until = row
+
+
+def _ledger_known(s: Session, key: str, state: AgentState, now: datetime, until: datetime) -> None:
+    """The key has a row already: read it locked, and pend it again if it may restart."""
+    conn = s.connection()
+    args_digest, status, claimed_until = conn.execute(_LEDGER_HELD, {"k": key}).one()
     if args_digest != state.args_digest:
         raise IdempotencyConflict(f"key {key} was used with other arguments", key=key)
     if status == LedgerStatus.PENDING and claimed_until is not None and aware(claimed_until) > now:
@@ -472,14 +500,19 @@ def add_checkpoint(
     """The state before a side effect, chained onto the saga's last checkpoint (`head`, from
     `hold_chains`, or read now: the caller holds the saga's lock, so the chain cannot fork),
     and its intent `event`, in one round trip on PostgreSQL."""
-    conn = s.connection()
+    _CHECKPOINT_NEW.execute(s, _checkpoint_values(s, saga_id, state, head), **event)
+
+
+def _checkpoint_values(
+    s: Session, saga_id: str | None, state: AgentState, head: str | None
+) -> dict[str, Any]:
     if head is not None:
         prev_hash = head
     elif saga_id is not None:
-        prev_hash = conn.execute(_CHECKPOINT_HEAD, {"saga_id": saga_id}).scalar() or GENESIS
+        prev_hash = s.connection().execute(_CHECKPOINT_HEAD, {"saga_id": saga_id}).scalar() or GENESIS
     else:
-        prev_hash = conn.execute(_LOOSE_CHECKPOINT_HEAD).scalar() or GENESIS
-    checkpoint = {
+        prev_hash = s.connection().execute(_LOOSE_CHECKPOINT_HEAD).scalar() or GENESIS
+    return {
         "saga_id": saga_id,
         "event_id": state.event_id,
         "step": state.step,
@@ -488,7 +521,114 @@ def add_checkpoint(
         "hash": chain_hash(prev_hash, state),
         "created_at": utcnow(),
     }
-    _CHECKPOINT_NEW.execute(s, checkpoint, **event)
+
+
+@dataclass(frozen=True)
+class Intent:
+    """The writes of an intent that come after its checks (`write_intent`)."""
+
+    saga_id: str | None
+    state: AgentState
+    head: str | None  # the saga's checkpoint head (`hold_chains`)
+    event: dict[str, Any]  # the intent event (`insert_event`'s fields)
+    now: datetime
+    until: datetime  # the key's claim
+    charge: Charge | None = None
+    approval_id: str | None = None
+    execution: str = ""
+
+
+def write_intent(s: Session, i: Intent) -> None:
+    """The budget charge, the approval's consumption, the key's ledger row `pending`, the
+    checkpoint and the intent event; refused, in that order, by `BudgetExhausted`,
+    `ApprovalRefused` or `ApproverLapsed`, and `KeyInFlight` or `IdempotencyConflict`, with
+    the caller's transaction to roll back.
+
+    PostgreSQL: one statement. The five write five tables and none reads what another
+    writes, so they are sub-statements of one (writable CTEs); its one row says which of the
+    three that may refuse did not take, and those are settled as the statements one by one
+    would have settled them (a refusal rolls everything back, so what ran beside it is
+    undone). SQLite: one statement after another."""
+    key = i.state.idempotency_key
+    if i.charge is not None:
+        refuse_over(s, i.charge)
+    conn = s.connection()
+    if conn.dialect.name != "postgresql":
+        if i.charge is not None:
+            charge_budget(s, i.charge)
+        if i.approval_id is not None:
+            consume_approval(s, i.approval_id, i.execution, i.now)
+        if key:
+            ledger_pending(s, key, i.state, i.saga_id, i.now, i.until)
+        add_checkpoint(s, i.saga_id, i.state, i.head, event=i.event)
+        return
+    params: dict[str, Any] = {
+        f"c_{k}": v for k, v in _checkpoint_values(s, i.saga_id, i.state, i.head).items()
+    }
+    if i.charge is not None:
+        params |= charge_params(i.charge, i.now)
+    if i.approval_id is not None:
+        params |= {"a": i.approval_id, "b_now": i.now, "b_exec": i.execution}
+    if key:
+        params |= {f"l_{k}": v for k, v in _ledger_values(key, i.state, i.saga_id, i.now, i.until).items()}
+    statement = _intent_statement(i.charge, i.approval_id is not None, bool(key))
+    row = statement.execute(s, params, **i.event).one()
+    if i.charge is not None:
+        charged(s, i.charge, (row.calls, row.tokens, row.cost))
+    if i.approval_id is not None:
+        _consumed(s, i.approval_id, i.execution, i.now, row)
+    if key and row.ledgered is None:
+        _ledger_known(s, key, i.state, i.now, i.until)
+
+
+_INTENT_STATEMENTS: dict[tuple[bool | None, bool, bool], WithEvent] = {}
+
+
+def _intent_statement(charge: Charge | None, consume: bool, ledger: bool) -> WithEvent:
+    """`write_intent`'s statement on PostgreSQL, for what this intent writes (built once each)."""
+    variant = (None if charge is None else charge.limit > 0, consume, ledger)
+    found = _INTENT_STATEMENTS.get(variant)
+    if found is not None:
+        return found
+    source: Any = _ONE_ROW
+    columns: list[Any] = []
+    if charge is not None:
+        charged_cte = charge_statement("postgresql", charge).cte("charged")
+        source = source.outerjoin(charged_cte, true())
+        columns += [charged_cte.c.calls, charged_cte.c.tokens, charged_cte.c.cost]
+    if consume:
+        consumed = _CONSUME.cte("consumed")
+        source = source.outerjoin(consumed, true())
+        columns += [
+            consumed.c[name]
+            for name in ("approver_id", "approver", "any_user", "user_id", "active", "roles", "display")
+        ]
+    if ledger:
+        values = {
+            c.name: bindparam(f"l_{c.name}", type_=c.type) for c in _LEDGER.c if c.name in _LEDGER_NEW_COLUMNS
+        }
+        ledgered = (
+            pg_insert(_LEDGER)
+            .values(values)
+            .on_conflict_do_nothing(index_elements=[_LEDGER.c.key])
+            .returning(_LEDGER.c.key)
+            .cte("ledgered")
+        )
+        source = source.outerjoin(ledgered, true())
+        columns.append(ledgered.c.key.label("ledgered"))
+    checkpoint = (
+        insert(_CHECKPOINTS)
+        .values(
+            {
+                name: bindparam(f"c_{name}", type_=_CHECKPOINTS.c[name].type)
+                for name in _CHECKPOINT_NEW_COLUMNS
+            }
+        )
+        .cte("new_checkpoint")
+    )
+    select_all = core_select(*(columns or [literal(1).label("one")])).select_from(source).add_cte(checkpoint)
+    built = _INTENT_STATEMENTS[variant] = WithEvent(select_all)
+    return built
 
 
 __all__ = [
@@ -502,6 +642,8 @@ __all__ = [
     "consume_approval",
     "finish_ledger",
     "hold_chains",
+    "Intent",
+    "write_intent",
     "ledger_pending",
     "ledger_row",
     "read_for_authorization",

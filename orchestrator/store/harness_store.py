@@ -142,27 +142,32 @@ class SqlHarnessStore:
                 head = rows.hold_chains(s, saga_id) if saga_id is not None else None
                 if guard is not None:
                     guard(uow)
-                if charge is not None:
-                    charge_budget(s, charge)
-                if approval_id is not None:
-                    rows.consume_approval(s, approval_id, execution or "", now)
-                if key:
-                    rows.ledger_pending(s, key, state, saga_id, now, now + timedelta(seconds=claim_seconds))
-                rows.add_checkpoint(
+                rows.write_intent(
                     s,
-                    saga_id,
-                    state,
-                    head,
-                    event={
-                        "event_id": state.event_id,
-                        "saga_id": saga_id,
-                        "actor": actor,
-                        "kind": "intent",
-                        "status": "pending",
-                        "tool": state.tool,
-                        "detail": {"key": key, "args_digest": state.args_digest, "approval_id": approval_id},
-                        "times": times,
-                    },
+                    rows.Intent(
+                        saga_id=saga_id,
+                        state=state,
+                        head=head,
+                        event={
+                            "event_id": state.event_id,
+                            "saga_id": saga_id,
+                            "actor": actor,
+                            "kind": "intent",
+                            "status": "pending",
+                            "tool": state.tool,
+                            "detail": {
+                                "key": key,
+                                "args_digest": state.args_digest,
+                                "approval_id": approval_id,
+                            },
+                            "times": times,
+                        },
+                        now=now,
+                        until=now + timedelta(seconds=claim_seconds),
+                        charge=charge,
+                        approval_id=approval_id,
+                        execution=execution or "",
+                    ),
                 )
         except IntegrityError:
             raise IdempotencyConflict(f"another call holds key {key} in flight", key=key) from None

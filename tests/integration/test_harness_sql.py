@@ -36,7 +36,7 @@ from orchestrator.harness.checkpoints import AgentState, verify_chain
 from orchestrator.harness.ports import EventTimes
 from orchestrator.harness.spec import ToolCall
 from orchestrator.store.db import dispose_all, make_engine, unit_of_work
-from orchestrator.store.tables import EventRow, LedgerRow, SagaRow
+from orchestrator.store.tables import ApprovalRow, EventRow, LedgerRow, SagaRow
 from outbox.broker import InlineBroker
 from sagas.destinations.memory import memory_store
 from sagas.runner import publisher_caller
@@ -175,6 +175,68 @@ def test_the_memory_store_answers_like_the_sql_store(rig: SqlRig) -> None:
     expected = _exercise(MemoryHarnessStore())
     assert _exercise(rig) == expected
     assert "begin k1: IdempotencyConflict" in expected and "begin k3: ApprovalRefused" in expected
+
+
+def test_an_intent_refused_at_any_of_its_writes_leaves_nothing_written(rig: SqlRig) -> None:
+    """The intent's charge, consumption, ledger row, checkpoint and event are one statement on
+    PostgreSQL: whichever refuses, none of the others is kept (and on SQLite, none is kept either)."""
+    from orchestrator.core.errors import KeyInFlight
+    from orchestrator.harness.budget import BudgetExhausted, Charge
+    from orchestrator.store.budget import spent
+    from orchestrator.store.tables import CheckpointRow
+
+    now = datetime.now(UTC)
+    saga = "saga-" + uuid.uuid4().hex[:8]
+    session = rig.add_saga(saga, destinations=("fake:one",))
+    binding = ApprovalBinding(
+        saga_id=saga,
+        version=1,
+        version_digest="a" * 64,
+        destinations=("fake:one",),
+        session=session,
+        approver="editor",
+        expires_at=now + timedelta(hours=1),
+    )
+    approval = rig.add_approval(binding, mint(binding, b"k"))
+
+    def begin(key: str, execution: str, limit: int = 0) -> str:
+        state = AgentState(
+            event_id=uuid.uuid4().hex, step=1, tool="publish", idempotency_key=key, args_digest="d"
+        )
+        try:
+            rig.begin_effect(
+                saga_id=saga,
+                actor="p",
+                state=state,
+                approval_id=approval,
+                execution=execution,
+                times=EventTimes(),
+                charge=Charge(saga, limit=limit),
+            )
+        except (ApprovalRefused, BudgetExhausted, IdempotencyConflict, KeyInFlight) as exc:
+            return type(exc).__name__
+        return "pending"
+
+    def written() -> tuple[int, int, int, int]:
+        with Session(rig.engine) as s:
+            return (
+                spent(s, saga).calls,
+                len(s.exec(select(CheckpointRow).where(CheckpointRow.saga_id == saga)).all()),
+                len(
+                    s.exec(select(EventRow).where(EventRow.saga_id == saga, EventRow.kind == "intent")).all()
+                ),
+                len(s.exec(select(LedgerRow).where(LedgerRow.saga_id == saga)).all()),
+            )
+
+    assert begin("k1", session) == "pending"
+    assert written() == (1, 1, 1, 1)
+    assert begin("k2", "another execution") == "ApprovalRefused"
+    assert begin("k1", session) == "KeyInFlight"  # the approval's consumption and the charge went with it
+    assert begin("k3", session, limit=1) == "BudgetExhausted"
+    assert written() == (1, 1, 1, 1)
+    with Session(rig.engine) as s:
+        consumed_by = s.exec(select(ApprovalRow.consumed_by).where(ApprovalRow.id == approval)).one()
+    assert consumed_by == session
 
 
 # -- the full publishing flow ---------------------------------------------------------------------
