@@ -200,6 +200,7 @@ def test_an_intent_refused_at_any_of_its_writes_leaves_nothing_written(rig: SqlR
     approval = rig.add_approval(binding, mint(binding, b"k"))
 
     def begin(key: str, execution: str, limit: int = 0) -> str:
+        key = f"{saga}-{key}"  # ledger keys are global: the database is shared with other tests
         state = AgentState(
             event_id=uuid.uuid4().hex, step=1, tool="publish", idempotency_key=key, args_digest="d"
         )
