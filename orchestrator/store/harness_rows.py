@@ -50,6 +50,14 @@ from orchestrator.store.tables import (
 _LEDGER: Table = LedgerRow.__table__  # type: ignore[attr-defined]
 _APPROVALS: Table = ApprovalRow.__table__  # type: ignore[attr-defined]
 _CHECKPOINTS: Table = CheckpointRow.__table__  # type: ignore[attr-defined]
+
+
+def _bound(table: Table, names: tuple[str, ...], prefix: str) -> dict[str, Any]:
+    """`names` of `table`, each bound as `prefix` + name: an INSERT's values that can share
+    a statement with other INSERTs (`write_intent`) without their parameters meeting."""
+    return {name: bindparam(prefix + name, type_=table.c[name].type) for name in names}
+
+
 _LEDGER_HELD = (
     core_select(_LEDGER.c.args_digest, _LEDGER.c.status, _LEDGER.c.claimed_until)
     .where(_LEDGER.c.key == bindparam("k"))
@@ -69,6 +77,7 @@ _LEDGER_NEW_COLUMNS = (
 )
 _LEDGER_NEW = {
     name: dialect_insert(_LEDGER)
+    .values(_bound(_LEDGER, _LEDGER_NEW_COLUMNS, "l_"))
     .on_conflict_do_nothing(index_elements=[_LEDGER.c.key])
     .returning(_LEDGER.c.key)
     for name, dialect_insert in (("postgresql", pg_insert), ("sqlite", sqlite_insert))
@@ -128,11 +137,8 @@ _CONSUME = (
     )
 )
 _CHECKPOINT_NEW_COLUMNS = ("saga_id", "event_id", "step", "state", "prev_hash", "hash", "created_at")
-_CHECKPOINT_NEW = WithEvent(
-    insert(_CHECKPOINTS).values(
-        {name: bindparam(name, type_=_CHECKPOINTS.c[name].type) for name in _CHECKPOINT_NEW_COLUMNS}
-    )
-)
+_CHECKPOINT_INSERT = insert(_CHECKPOINTS).values(_bound(_CHECKPOINTS, _CHECKPOINT_NEW_COLUMNS, "c_"))
+_CHECKPOINT_NEW = WithEvent(_CHECKPOINT_INSERT)
 _CHECKPOINT_HEAD = (
     core_select(_CHECKPOINTS.c.hash)
     .where(_CHECKPOINTS.c.saga_id == bindparam("saga_id"))
@@ -433,16 +439,17 @@ def ledger_pending(
 def _ledger_values(
     key: str, state: AgentState, saga_id: str | None, now: datetime, until: datetime
 ) -> dict[str, Any]:
+    """A new ledger row's parameters for `_LEDGER_NEW`."""
     return {
-        "key": key,
-        "tool": state.tool,
-        "saga_id": saga_id,
-        "args_digest": state.args_digest,
-        "status": LedgerStatus.PENDING.value,
-        "attempts": 1,
-        "claimed_until": until,
-        "created_at": now,
-        "updated_at": now,
+        "l_key": key,
+        "l_tool": state.tool,
+        "l_saga_id": saga_id,
+        "l_args_digest": state.args_digest,
+        "l_status": LedgerStatus.PENDING.value,
+        "l_attempts": 1,
+        "l_claimed_until": until,
+        "l_created_at": now,
+        "l_updated_at": now,
     }
 
 
@@ -506,6 +513,7 @@ def add_checkpoint(
 def _checkpoint_values(
     s: Session, saga_id: str | None, state: AgentState, head: str | None
 ) -> dict[str, Any]:
+    """A checkpoint's parameters for `_CHECKPOINT_INSERT`, chained onto `head` (or the head read now)."""
     if head is not None:
         prev_hash = head
     elif saga_id is not None:
@@ -513,13 +521,13 @@ def _checkpoint_values(
     else:
         prev_hash = s.connection().execute(_LOOSE_CHECKPOINT_HEAD).scalar() or GENESIS
     return {
-        "saga_id": saga_id,
-        "event_id": state.event_id,
-        "step": state.step,
-        "state": state.model_dump(mode="json"),
-        "prev_hash": prev_hash,
-        "hash": chain_hash(prev_hash, state),
-        "created_at": utcnow(),
+        "c_saga_id": saga_id,
+        "c_event_id": state.event_id,
+        "c_step": state.step,
+        "c_state": state.model_dump(mode="json"),
+        "c_prev_hash": prev_hash,
+        "c_hash": chain_hash(prev_hash, state),
+        "c_created_at": utcnow(),
     }
 
 
@@ -562,15 +570,13 @@ def write_intent(s: Session, i: Intent) -> None:
             ledger_pending(s, key, i.state, i.saga_id, i.now, i.until)
         add_checkpoint(s, i.saga_id, i.state, i.head, event=i.event)
         return
-    params: dict[str, Any] = {
-        f"c_{k}": v for k, v in _checkpoint_values(s, i.saga_id, i.state, i.head).items()
-    }
+    params = _checkpoint_values(s, i.saga_id, i.state, i.head)
     if i.charge is not None:
         params |= charge_params(i.charge, i.now)
     if i.approval_id is not None:
         params |= {"a": i.approval_id, "b_now": i.now, "b_exec": i.execution}
     if key:
-        params |= {f"l_{k}": v for k, v in _ledger_values(key, i.state, i.saga_id, i.now, i.until).items()}
+        params |= _ledger_values(key, i.state, i.saga_id, i.now, i.until)
     statement = _intent_statement(i.charge, i.approval_id is not None, bool(key))
     row = statement.execute(s, params, **i.event).one()
     if i.charge is not None:
@@ -604,28 +610,10 @@ def _intent_statement(charge: Charge | None, consume: bool, ledger: bool) -> Wit
             for name in ("approver_id", "approver", "any_user", "user_id", "active", "roles", "display")
         ]
     if ledger:
-        values = {
-            c.name: bindparam(f"l_{c.name}", type_=c.type) for c in _LEDGER.c if c.name in _LEDGER_NEW_COLUMNS
-        }
-        ledgered = (
-            pg_insert(_LEDGER)
-            .values(values)
-            .on_conflict_do_nothing(index_elements=[_LEDGER.c.key])
-            .returning(_LEDGER.c.key)
-            .cte("ledgered")
-        )
+        ledgered = _LEDGER_NEW["postgresql"].cte("ledgered")
         source = source.outerjoin(ledgered, true())
         columns.append(ledgered.c.key.label("ledgered"))
-    checkpoint = (
-        insert(_CHECKPOINTS)
-        .values(
-            {
-                name: bindparam(f"c_{name}", type_=_CHECKPOINTS.c[name].type)
-                for name in _CHECKPOINT_NEW_COLUMNS
-            }
-        )
-        .cte("new_checkpoint")
-    )
+    checkpoint = _CHECKPOINT_INSERT.cte("new_checkpoint")
     select_all = core_select(*(columns or [literal(1).label("one")])).select_from(source).add_cte(checkpoint)
     built = _INTENT_STATEMENTS[variant] = WithEvent(select_all)
     return built

@@ -109,9 +109,8 @@ def test_malformed_proposals_never_reach_the_executor_on_sql(rig: SqlRig) -> Non
 
 
 # -- the memory store answers like the SQL store -----------------------------------------------
-def _exercise(store: Rig) -> list[str]:
-    """One sequence of store calls; what each answered or refused."""
-    now = datetime.now(UTC)
+def _approved_saga(store: Rig, now: datetime) -> tuple[str, str, ApprovalBinding, str]:
+    """A fresh saga with one destination and a valid approval: (saga, session, binding, approval id)."""
     saga = "saga-" + uuid.uuid4().hex[:8]
     session = store.add_saga(saga, destinations=("fake:one",))
     binding = ApprovalBinding(
@@ -123,7 +122,13 @@ def _exercise(store: Rig) -> list[str]:
         approver="editor",
         expires_at=now + timedelta(hours=1),
     )
-    approval = store.add_approval(binding, mint(binding, b"k"))
+    return saga, session, binding, store.add_approval(binding, mint(binding, b"k"))
+
+
+def _exercise(store: Rig) -> list[str]:
+    """One sequence of store calls; what each answered or refused."""
+    now = datetime.now(UTC)
+    saga, session, binding, approval = _approved_saga(store, now)
     expired = store.add_approval(binding.model_copy(update={"expires_at": now - timedelta(seconds=1)}), "t")
     seen: list[str] = []
 
@@ -185,19 +190,7 @@ def test_an_intent_refused_at_any_of_its_writes_leaves_nothing_written(rig: SqlR
     from orchestrator.store.budget import spent
     from orchestrator.store.tables import CheckpointRow
 
-    now = datetime.now(UTC)
-    saga = "saga-" + uuid.uuid4().hex[:8]
-    session = rig.add_saga(saga, destinations=("fake:one",))
-    binding = ApprovalBinding(
-        saga_id=saga,
-        version=1,
-        version_digest="a" * 64,
-        destinations=("fake:one",),
-        session=session,
-        approver="editor",
-        expires_at=now + timedelta(hours=1),
-    )
-    approval = rig.add_approval(binding, mint(binding, b"k"))
+    saga, session, _, approval = _approved_saga(rig, datetime.now(UTC))
 
     def begin(key: str, execution: str, limit: int = 0) -> str:
         key = f"{saga}-{key}"  # ledger keys are global: the database is shared with other tests
