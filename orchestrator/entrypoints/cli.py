@@ -272,28 +272,41 @@ LONG_RUNNING = frozenset({"worker", "relay", "serve", "mcp", "demo", "eval", "ev
 
 class _CommandLog(logging.Handler):
     """A short command's log records, held until it ends, then one line each on
-    stderr; dropped when the command ends with exit 5, whose one line says it all."""
+    stderr; dropped when the command ends with exit 5, whose one line says it all.
+
+    It stays in place after the command: records logged while the process exits (the
+    sent-marks still queued are written at exit, `outbox.writer`) follow the same rule,
+    instead of reaching Python's last-resort handler as raw lines."""
 
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
         self.held: list[str] = []
+        self.code: int | None = None
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.held.append(f"{record.levelname.lower()}: " + " ".join(record.getMessage().split()))
+        line = f"{record.levelname.lower()}: " + " ".join(record.getMessage().split())
+        if self.code is None:
+            self.held.append(line)
+        elif self.code != EXIT_UNAVAILABLE:
+            sys.stderr.write(line + "\n")
 
     def finish(self, code: int) -> None:
-        logging.getLogger().removeHandler(self)
+        self.code = code
         if code != EXIT_UNAVAILABLE:
             for line in self.held:
                 sys.stderr.write(line + "\n")
+        self.held = []
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(argv) if argv is not None else sys.argv[1:]
     if args and args[0] in LONG_RUNNING:
         return _main(args)
+    root = logging.getLogger()
+    for earlier in [h for h in root.handlers if isinstance(h, _CommandLog)]:
+        root.removeHandler(earlier)  # a command run before this one in the same process
     held = _CommandLog()
-    logging.getLogger().addHandler(held)
+    root.addHandler(held)
     code = 1
     try:
         code = _main(args)

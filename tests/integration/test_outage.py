@@ -103,3 +103,31 @@ def test_database_stopped_while_submit_runs(server, corpus: Path, tmp_path: Path
     server.start()
     retried = cli.json(*submit_args(corpus, tmp_path / "site", "req-2")[:-1])
     assert sagas_of(cli) == [retried["saga_id"]], "the same request id made a second saga"
+
+
+def test_a_record_logged_as_the_process_exits_follows_the_commands_rule(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The sent-marks still queued are written at exit, after `main` returned: a warning then
+    (the database gone) is dropped after an exit 5 and printed once after any other exit."""
+    import logging
+
+    from orchestrator.entrypoints.cli import main
+
+    root = logging.getLogger()
+    try:
+        monkeypatch.setenv("PRESSROOM_DATABASE_URL", "postgresql+psycopg://postgres@127.0.0.1:1/gone")
+        monkeypatch.setenv("PRESSROOM_CONNECT_RETRY", "0")
+        assert main(["status", "no-such-saga"]) == 5
+        logging.getLogger("outbox.writer").warning("could not mark 1 outbox rows sent, left for the relay")
+        lines = capsys.readouterr().err.splitlines()
+        assert len(lines) == 1 and "database is unreachable" in lines[0], lines
+
+        assert main(["--version"]) == 0
+        logging.getLogger("outbox.writer").warning("could not mark 1 outbox rows sent, left for the relay")
+        assert capsys.readouterr().err.splitlines() == [
+            "warning: could not mark 1 outbox rows sent, left for the relay"
+        ]
+    finally:  # the command's handler stays for the process's exit: not past this test
+        for handler in [h for h in root.handlers if type(h).__name__ == "_CommandLog"]:
+            root.removeHandler(handler)
