@@ -12,7 +12,7 @@ relaxed UPDATE); a Celery worker process built from
 `App.handle`: on the `writer` queue (PostgreSQL) one transaction holds the
 lease (UPDATE … RETURNING, skipping a locked row), the handler (a no-op
 registered in `App.handlers`), then the inbox row with the work's completion
-(one statement, `outbox.inbox.settle`) + event, committed once, durably. Latency runs from just before
+and the `message applied` event (one statement, `outbox.inbox.settle`), committed once, durably. Latency runs from just before
 the producer's commit to just after the consumer's commit.
 
 The *bare* round trip is `send_task` of a bench-only no-op task on the same
@@ -687,7 +687,7 @@ processes (`bench/_handoff_worker.py`: `build_app` + `use_app`, Celery app from 
 row with lease + outbox row, durable commit, send right after the commit, then the sent-mark queued
 for `SentMarks`, whose thread writes a batch in one relaxed `UPDATE`) and `App.handle` (one transaction for the lease —
 `claim_lease`, `UPDATE … RETURNING`, relaxed commit —, the handler, then the inbox row with the work's
-completion — `settle`, one writable-CTE statement — + event in one durable commit; on the `writer` queue the lease is taken inside that final
+completion and the `message applied` event — `settle`, one writable-CTE statement — in one durable commit; on the `writer` queue the lease is taken inside that final
 transaction instead, see below) with a no-op handler registered in `App.handlers`. The bare
 round trip is `send_task` of a no-op `bench.noop` task on the same broker, Celery settings and worker
 process as the shipped handoff. Latency: from just before the producer's commit (bare: just before
@@ -700,7 +700,7 @@ again and deduplicated by the inbox).
 Since the lease was folded, the shipped consumer of a short queue (writer and reviewer; on
 PostgreSQL) takes the lease inside its final transaction: the lease `UPDATE … RETURNING` whose row is
 picked `FOR UPDATE SKIP LOCKED` (a duplicate copy finds it held at once, or done if it was applied; the
-sweeper skips the row), the handler, then inbox row with completion + event, one durable commit on one pooled connection.
+sweeper skips the row), the handler, then inbox row with completion and event (one statement), one durable commit on one pooled connection.
 *handoff, lease in its own transaction* is the path the researcher queue (which may index a large corpus
 first, for minutes) and the publisher queue (its runner renews the lease between destinations from
 another connection) keep, and every queue took before: measured in the same run.
@@ -733,7 +733,10 @@ then the consumer's inbox `SELECT` before the lease went (a copy of an applied m
 done, and only then is the inbox asked) and the inbox row and the work's completion became one statement
 on PostgreSQL (`outbox.inbox.settle`, a writable CTE, which also holds the saga's event chain for the
 `message applied` event); and the producer's sent-marks left its path for a thread of its process that
-writes each 50 ms's marks in one `UPDATE` (`outbox.writer.SentMarks`).
+writes each 50 ms's marks in one `UPDATE` (`outbox.writer.SentMarks`); then the `message applied` event
+joined `settle`'s statement (`orchestrator.store.events.ChainedEvent`: the server links the event onto
+the head the statement's own chain lock gave), so the consumer's final transaction sends one statement
+between the lease and the commit.
 
 {drain}
 

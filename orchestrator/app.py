@@ -27,7 +27,7 @@ from orchestrator.harness.principals import acting
 from orchestrator.harness.registry import Registry
 from orchestrator.store import dead_letters
 from orchestrator.store.db import UnitOfWork, relaxed_commit, unit_of_work
-from orchestrator.store.harness_store import SqlHarnessStore, insert_event
+from orchestrator.store.harness_store import SqlHarnessStore
 from orchestrator.store.people import SqlPeopleStore
 from orchestrator.store.tables import SagaRow
 from orchestrator.store.work import claim_lease, give_back, new_work
@@ -250,16 +250,26 @@ class App:
             return "duplicate"
 
     def _settled(self, uow: UnitOfWork, env: Envelope, handoff: Handoff, finalize: Finalizer) -> str:
-        """The end of a message's final transaction: its inbox row with its work's completion,
-        then the handler's changes and the `message applied` event; or a rollback and why."""
+        """The end of a message's final transaction: its inbox row with its work's completion
+        and the `message applied` event (one statement on PostgreSQL), then the handler's
+        changes; or a rollback and why."""
         settled = settle(
-            uow.session, env.message_id, env.task, work_id=handoff.work_id, saga_id=handoff.saga_id
+            uow.session,
+            env.message_id,
+            env.task,
+            work_id=handoff.work_id,
+            saga_id=handoff.saga_id,
+            event={
+                "actor": env.task,
+                "kind": "message",
+                "status": "applied",
+                "detail": {"message_id": env.message_id, "work_id": handoff.work_id},
+            },
         )
         if settled != "applied":
             uow.session.rollback()
             return settled
         finalize(uow)
-        self._applied_event(uow, env, handoff)
         return settled
 
     def _not_taken(self, uow: UnitOfWork, env: Envelope, handoff: Handoff) -> str:
@@ -312,17 +322,6 @@ class App:
         log.error("message %s set aside as a dead letter: %s", env.message_id, exc)
         self.dead_letter(env, f"{type(exc).__name__}: {exc}", work_id=handoff.work_id)
         return "dead-letter"
-
-    @staticmethod
-    def _applied_event(uow: UnitOfWork, env: Envelope, handoff: Handoff) -> None:
-        insert_event(
-            uow.session,
-            saga_id=handoff.saga_id,
-            actor=env.task,
-            kind="message",
-            status="applied",
-            detail={"message_id": env.message_id, "work_id": handoff.work_id},
-        )
 
     def dead_letter(self, env: Envelope, reason: str, *, work_id: str | None = None) -> str:
         """Record `env` as a dead letter (row, event, metric); its id."""

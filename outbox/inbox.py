@@ -7,13 +7,13 @@ prebuilt Core statements on the session's connection (the consumer's hot path).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from sqlalchemy import Insert, Select, Table, bindparam, exists, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session
 
-from orchestrator.store.events import chain_held, chain_hold
+from orchestrator.store.events import ChainedEvent, chain_held, chain_hold, insert_event
 from orchestrator.store.outbox_tables import InboxRow
 from orchestrator.store.tables import WorkRow, utcnow
 from orchestrator.store.work import COMPLETE, complete
@@ -41,6 +41,16 @@ _COMPLETED = COMPLETE.where(exists(select(_CLAIMED.c.message_id))).returning(_WO
 _SETTLE: Select[bool, bool, str | None] = select(
     exists(select(_CLAIMED.c.message_id)), exists(select(_COMPLETED.c.id)), chain_hold("chain_of")
 )
+# The same with the consumer's event (`message applied`), written only when the work was
+# completed, linked by the server onto the head the chain's lock gave (`ChainedEvent`).
+_APPLIED_EVENT = ChainedEvent("applied_event")
+_, _APPLIED_EVENT_WRITTEN = _APPLIED_EVENT.ctes(exists(select(_COMPLETED.c.id)))
+_SETTLE_WITH_EVENT: Select[bool, bool, str, str | None] = select(
+    exists(select(_CLAIMED.c.message_id)),
+    exists(select(_COMPLETED.c.id)),
+    _APPLIED_EVENT.head_of(),
+    _APPLIED_EVENT.hash_of(_APPLIED_EVENT_WRITTEN),
+)
 
 Settled = Literal["applied", "duplicate", "lease-lost"]
 
@@ -58,10 +68,19 @@ def claim(session: Session, message_id: str, consumer: str) -> bool:
     return written is not None
 
 
-def settle(session: Session, message_id: str, consumer: str, *, work_id: str, saga_id: str) -> Settled:
-    """Claim `message_id` and complete the work it carries, held by that message.
+def settle(
+    session: Session,
+    message_id: str,
+    consumer: str,
+    *,
+    work_id: str,
+    saga_id: str,
+    event: dict[str, Any] | None = None,
+) -> Settled:
+    """Claim `message_id` and complete the work it carries, held by that message; with
+    `event` (`insert_event`'s fields), the saga's event that says so, written with them.
 
-    `applied`: both written; `duplicate`: the message was applied before (nothing
+    `applied`: all written; `duplicate`: the message was applied before (nothing
     written); `lease-lost`: the work is no longer this message's (the caller rolls
     back, so the inbox row goes with it). One statement on PostgreSQL, which also
     holds `saga_id`'s event chain for the rest of the transaction.
@@ -70,10 +89,23 @@ def settle(session: Session, message_id: str, consumer: str, *, work_id: str, sa
     if conn.dialect.name != "postgresql":
         if not claim(session, message_id, consumer):
             return "duplicate"
-        return "applied" if complete(session, work_id, message_id) else "lease-lost"
+        if not complete(session, work_id, message_id):
+            return "lease-lost"
+        if event is not None:
+            insert_event(session, saga_id=saga_id, **event)
+        return "applied"
     params = {"message_id": message_id, "consumer": consumer, "work_id": work_id, "held_by": message_id}
-    claimed, completed, head = conn.execute(_SETTLE, {**params, "chain_of": saga_id, "now": utcnow()}).one()
-    chain_held(session, saga_id, head)
+    if event is None:
+        claimed, completed, head = conn.execute(
+            _SETTLE, {**params, "chain_of": saga_id, "now": utcnow()}
+        ).one()
+        chain_held(session, saga_id, head)
+    else:
+        linked = ChainedEvent.params(session, saga_id=saga_id, **event)
+        claimed, completed, head, new_hash = conn.execute(
+            _SETTLE_WITH_EVENT, {**params, **linked, "now": utcnow()}
+        ).one()
+        ChainedEvent.written(session, linked, head, new_hash)
     if not claimed:
         return "duplicate"
     return "applied" if completed else "lease-lost"

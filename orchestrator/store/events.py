@@ -1,11 +1,13 @@
 """The one writer of the events table: every event is appended here, chained.
 
 `add_event` (ORM), `insert_event` (one prebuilt Core INSERT, for the hot
-paths: the harness's records and the consumer's `message applied`) and
-`WithEvent` (an event carried by the statement of the row it records, as a
-CTE on PostgreSQL: one round trip for both) all take
-the saga's chain head through `_link`, which hashes the new event onto it
-(`orchestrator.harness.event_chain`). The head is read once per
+paths: the harness's records) and `WithEvent` (an event carried by the
+statement of the row it records, as a CTE on PostgreSQL: one round trip for
+both) all take the saga's chain head through `_link`, which hashes the new
+event onto it (`orchestrator.harness.event_chain`). `ChainedEvent` is for a
+PostgreSQL statement that takes the chain itself (the consumer's `settle`,
+with `message applied`): the server hashes that link by the same rule, and
+the hash it returns is checked here before the transaction goes on. The head is read once per
 transaction under the saga row's lock (on PostgreSQL one call of
 `pressroom_hold_chain`, migration 0006: the row `FOR UPDATE`, then the head
 read with a snapshot taken after the lock; on SQLite every unit of work
@@ -21,10 +23,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import ColumnElement, CursorResult, Executable, String, Table, bindparam, func, insert, select
+from sqlalchemy import (
+    CTE,
+    ColumnElement,
+    CursorResult,
+    Executable,
+    LargeBinary,
+    String,
+    Table,
+    bindparam,
+    func,
+    insert,
+    literal,
+    select,
+)
 from sqlmodel import Session
 
-from orchestrator.harness.event_chain import GENESIS, event_hash
+from orchestrator.harness.digests import sha256_hex
+from orchestrator.harness.event_chain import GENESIS, canonical_event, event_hash
 from orchestrator.harness.ports import EventTimes
 from orchestrator.harness.principals import current_principal
 from orchestrator.store.tables import EventRow, new_id, utcnow
@@ -34,6 +50,8 @@ _EVENTS: Table = EventRow.__table__  # type: ignore[attr-defined]
 _INSERT_EVENT = insert(_EVENTS)
 # The same INSERT with every column bound by name (`ev_<column>`), for `WithEvent` to carry.
 _EVENT_COLUMNS = tuple(c for c in _EVENTS.c if c.name != "seq")
+# The columns an event's fields fill (its link, `prev_hash` and `hash`, aside).
+_FIELD_COLUMNS = tuple(c for c in _EVENT_COLUMNS if c.name not in ("prev_hash", "hash"))
 _EVENT_CTE = (
     insert(_EVENTS)
     .values({c.name: bindparam(f"ev_{c.name}", type_=c.type) for c in _EVENT_COLUMNS})
@@ -178,4 +196,78 @@ class WithEvent:
         return conn.execute(self.joined, {**params, **event})
 
 
-__all__ = ["WithEvent", "add_event", "chain_held", "chain_hold", "held_heads", "hold_chain", "insert_event"]
+class ChainedEvent:
+    """An event a PostgreSQL statement writes while it takes the saga's chain itself.
+
+    `WithEvent` needs the chain held first: its event's link is hashed here. This
+    one is for a statement that holds the chain (`pressroom_hold_chain`) in the
+    same round trip: the server links the event onto the head the lock gave, by
+    `event_hash`'s rule (sha256 over the previous hash's bytes, then the
+    event's canonical bytes, which are computed here and bound as
+    `ev_canonical`). `ctes(when)` gives the two CTEs to add to the statement: the
+    head, and the event's INSERT, which writes only where `when` holds; the
+    statement selects `head_of` and `hash_of` and hands both to `written`.
+    """
+
+    def __init__(self, name: str = "new_event") -> None:
+        self.head = select(func.coalesce(chain_hold("ev_saga_id"), literal(GENESIS)).label("prev")).cte(
+            f"{name}_head"
+        )
+        self.name = name
+
+    def ctes(self, when: ColumnElement[bool]) -> tuple[CTE, CTE]:
+        prev = self.head.c.prev
+        link = func.encode(
+            func.sha256(func.convert_to(prev, "UTF8").op("||")(bindparam("ev_canonical", type_=LargeBinary))),
+            "hex",
+        )
+        rows = select(*(bindparam(f"ev_{c.name}", type_=c.type) for c in _FIELD_COLUMNS), prev, link).where(
+            when
+        )
+        written = (
+            insert(_EVENTS)
+            .from_select([*(c.name for c in _FIELD_COLUMNS), "prev_hash", "hash"], rows)
+            .returning(_EVENTS.c.hash)
+            .cte(self.name)
+        )
+        return self.head, written
+
+    def head_of(self) -> ColumnElement[str]:
+        return select(self.head.c.prev).scalar_subquery()
+
+    def hash_of(self, written: CTE) -> ColumnElement[str | None]:
+        return select(written.c.hash).scalar_subquery()
+
+    @staticmethod
+    def params(session: Session, **fields: Any) -> dict[str, Any]:
+        """The statement's `ev_` parameters for the event `fields` describe (`insert_event`'s)."""
+        session.flush()  # the head the server reads is the last event this transaction wrote
+        values = _values(fields)
+        if values.get("saga_id") is None:
+            raise ValueError("a chained event belongs to a saga")
+        return {
+            **{f"ev_{c.name}": values.get(c.name) for c in _FIELD_COLUMNS},
+            "ev_canonical": canonical_event(values),
+        }
+
+    @staticmethod
+    def written(session: Session, params: dict[str, Any], head: str, new_hash: str | None) -> None:
+        """Keep the chain held after the statement ran: its head is the new event's hash when
+        one was written, the head the lock gave otherwise. A link the server computed
+        otherwise than `event_hash` would raise here, before the transaction commits."""
+        saga_id = params["ev_saga_id"]
+        if new_hash is not None and new_hash != sha256_hex(head.encode() + params["ev_canonical"]):
+            raise RuntimeError(f"the server linked an event of saga {saga_id} unlike event_hash")
+        _heads(session)[saga_id] = new_hash or head
+
+
+__all__ = [
+    "ChainedEvent",
+    "WithEvent",
+    "add_event",
+    "chain_held",
+    "chain_hold",
+    "held_heads",
+    "hold_chain",
+    "insert_event",
+]

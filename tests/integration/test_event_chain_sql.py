@@ -20,6 +20,8 @@ from orchestrator.store.db import make_engine, unit_of_work
 from orchestrator.store.events import add_event, insert_event
 from orchestrator.store.harness_store import SqlHarnessStore
 from orchestrator.store.tables import EventRow, SagaRow, utcnow
+from orchestrator.store.work import claim_lease, new_work
+from outbox.inbox import settle
 
 WRITERS, EACH = 6, 8
 
@@ -154,3 +156,80 @@ def test_a_fork_cannot_be_stored(engine: Engine) -> None:
         else:
             with pytest.raises(IntegrityError), unit_of_work(engine) as uow:
                 uow.session.add(row)
+
+
+def _held_work(engine: Engine, saga_id: str, holder: str) -> str:
+    with unit_of_work(engine) as uow:
+        row = new_work(uow.session, saga_id=saga_id, task="roles.write", queue="writer", payload={}, lease=60)
+        uow.session.flush()
+        assert claim_lease(uow.session, row.id, holder, 60) == 1
+        return row.id
+
+
+def test_an_event_the_server_links_in_a_consumers_settle_joins_the_chain(engine: Engine) -> None:
+    """`settle` with its event: on PostgreSQL the server takes the chain and hashes the link
+    (`ChainedEvent`); racing other writers, the chain stays one, each link verifies with
+    `event_hash`, and what the transaction writes next chains onto the server's link."""
+    saga_id = new_saga(engine)
+    store = SqlHarnessStore(engine)
+    works = [(f"m-{uuid.uuid4().hex}", n) for n in range(WRITERS)]
+    held = {message_id: _held_work(engine, saga_id, message_id) for message_id, _ in works}
+    start = threading.Barrier(WRITERS + 1)
+    errors: list[BaseException] = []
+
+    def consume(message_id: str, n: int) -> None:
+        try:
+            start.wait()
+            with unit_of_work(engine) as uow:
+                settled = settle(
+                    uow.session,
+                    message_id,
+                    "writer",
+                    work_id=held[message_id],
+                    saga_id=saga_id,
+                    event={
+                        "actor": f"c{n}",
+                        "kind": "message",
+                        "status": "applied",
+                        "detail": {"n": n, "é": "✓"},
+                    },
+                )
+                assert settled == "applied"
+                add_event(uow.session, saga_id=saga_id, actor=f"c{n}", kind="note", status="after")
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    def record() -> None:
+        try:
+            start.wait()
+            for i in range(EACH):
+                store.record_event(saga_id=saga_id, actor="r", kind="note", status="x", detail={"i": i})
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=consume, args=w) for w in works] + [threading.Thread(target=record)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert errors == []
+    rows = chain_of(engine, saga_id)
+    assert len(rows) == 1 + 2 * WRITERS + EACH
+    assert_one_chain(rows)
+    for n in range(WRITERS):  # each consumer's two events are next to each other, the applied one first
+        mine = [r.status for r in rows if r.actor == f"c{n}"]
+        assert mine == ["applied", "after"]
+        first = next(i for i, r in enumerate(rows) if r.actor == f"c{n}")
+        assert rows[first + 1].actor == f"c{n}"
+    with unit_of_work(engine) as uow:  # a copy of an applied message writes no event
+        again = settle(
+            uow.session,
+            works[0][0],
+            "writer",
+            work_id=held[works[0][0]],
+            saga_id=saga_id,
+            event={"actor": "copy", "kind": "message", "status": "applied"},
+        )
+        assert again == "duplicate"
+        uow.session.rollback()
+    assert len(chain_of(engine, saga_id)) == len(rows)
