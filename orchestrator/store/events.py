@@ -32,6 +32,7 @@ from sqlalchemy import (
     String,
     Table,
     bindparam,
+    exists,
     func,
     insert,
     literal,
@@ -206,7 +207,8 @@ class ChainedEvent:
     event's canonical bytes, which are computed here and bound as
     `ev_canonical`). `ctes(when)` gives the two CTEs to add to the statement: the
     head, and the event's INSERT, which writes only where `when` holds; the
-    statement selects `head_of` and `hash_of` and hands both to `written`.
+    statement selects `head_of` and `hash_of` and hands both to `written`. A row
+    the statement changes besides waits for the lock through `after_head`.
     """
 
     def __init__(self, name: str = "new_event") -> None:
@@ -215,15 +217,15 @@ class ChainedEvent:
         )
         self.name = name
 
-    def ctes(self, when: ColumnElement[bool]) -> tuple[CTE, CTE]:
+    def ctes(self, when: ColumnElement[bool] | None = None) -> tuple[CTE, CTE]:
         prev = self.head.c.prev
         link = func.encode(
             func.sha256(func.convert_to(prev, "UTF8").op("||")(bindparam("ev_canonical", type_=LargeBinary))),
             "hex",
         )
-        rows = select(*(bindparam(f"ev_{c.name}", type_=c.type) for c in _FIELD_COLUMNS), prev, link).where(
-            when
-        )
+        rows = select(*(bindparam(f"ev_{c.name}", type_=c.type) for c in _FIELD_COLUMNS), prev, link)
+        if when is not None:
+            rows = rows.where(when)
         written = (
             insert(_EVENTS)
             .from_select([*(c.name for c in _FIELD_COLUMNS), "prev_hash", "hash"], rows)
@@ -234,6 +236,12 @@ class ChainedEvent:
 
     def head_of(self) -> ColumnElement[str]:
         return select(self.head.c.prev).scalar_subquery()
+
+    def after_head(self) -> ColumnElement[bool]:
+        """A condition for another row's change in the statement: true, once the saga's lock is
+        granted. An uncorrelated subquery, run once before that row is read, so the statement
+        locks the saga before it, as `hold_chain` first would (the order every writer keeps)."""
+        return exists(select(self.head.c.prev))
 
     def hash_of(self, written: CTE) -> ColumnElement[str | None]:
         return select(written.c.hash).scalar_subquery()

@@ -33,7 +33,7 @@ from orchestrator.harness.ports import AuthorizationReads, LedgerView
 from orchestrator.store.budget import charge as charge_budget
 from orchestrator.store.budget import charge_params, charge_statement, charged, refuse_over
 from orchestrator.store.db import WRITE_OPTION, UnitOfWork, unit_of_work
-from orchestrator.store.events import WithEvent, chain_held, held_heads, hold_chain
+from orchestrator.store.events import ChainedEvent, WithEvent, chain_held, held_heads, hold_chain
 from orchestrator.store.people import approver_lapse, lapse_reason
 from orchestrator.store.people_tables import UserRow
 from orchestrator.store.tables import (
@@ -101,6 +101,28 @@ _LEDGER_FINISH = WithEvent(
         event_id=bindparam("b_event"),
         updated_at=bindparam("b_now", type_=_LEDGER.c.updated_at.type),
     )
+)
+# PostgreSQL, for a result whose transaction does not hold the saga yet: the saga's lock, the
+# outcome and the result event in one statement. The ledger row waits for the saga's lock
+# (`after_head`), so the locks come in `begin_effect`'s order: the saga, then the row.
+_RESULT_EVENT = ChainedEvent("result_event")
+_, _RESULT_WRITTEN = _RESULT_EVENT.ctes()
+_LEDGER_FINISHED = (
+    update(_LEDGER)
+    .where(_LEDGER.c.key == bindparam("k"), _RESULT_EVENT.after_head())
+    .values(
+        status=bindparam("b_status"),
+        result=bindparam("b_result", type_=_LEDGER.c.result.type),
+        event_id=bindparam("b_event"),
+        updated_at=bindparam("b_now", type_=_LEDGER.c.updated_at.type),
+    )
+    .returning(_LEDGER.c.key)
+    .cte("finished")
+)
+_LEDGER_FINISH_HOLDING = core_select(
+    core_select(_LEDGER_FINISHED.c.key).exists(),  # first: the order is the gate's alone
+    _RESULT_EVENT.head_of(),
+    _RESULT_EVENT.hash_of(_RESULT_WRITTEN),
 )
 _USERS: Table = UserRow.__table__  # type: ignore[attr-defined]
 
@@ -473,6 +495,15 @@ def finish_ledger(
     `event` (`insert_event`'s fields), in one round trip on PostgreSQL; the event's id."""
     event_id: str = event.get("event_id") or new_id()
     values = {"k": key, "b_status": status, "b_result": result, "b_event": event_id, "b_now": utcnow()}
+    saga_id = event.get("saga_id")
+    if saga_id is not None and saga_id not in held_heads(s) and s.connection().dialect.name == "postgresql":
+        # The saga is not held yet: the statement takes its lock first, then the row.
+        linked = ChainedEvent.params(s, **{**event, "event_id": event_id})
+        _finished, head, new_hash = s.connection().execute(_LEDGER_FINISH_HOLDING, {**values, **linked}).one()
+        ChainedEvent.written(s, linked, head, new_hash)
+        return event_id
+    if saga_id is not None:
+        hold_chain(s, saga_id)  # the saga before the ledger row, as begin_effect locks them
     _LEDGER_FINISH.execute(s, values, **{**event, "event_id": event_id})
     return event_id
 

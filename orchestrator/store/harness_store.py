@@ -185,9 +185,9 @@ class SqlHarnessStore:
     ) -> str:
         with rows.call_unit(self.engine, tx) as uow:
             s = uow.session
-            if event.get("saga_id") is not None:
-                hold_chain(s, event["saga_id"])  # the saga before the ledger row, as begin_effect locks them
-            event_id = rows.finish_ledger(s, key, ledger_status, result, event)
+            event_id = rows.finish_ledger(
+                s, key, ledger_status, result, event
+            )  # the saga first, then the row
             if hook is not None and ledger_status == LedgerStatus.DONE:
                 hook(uow)
             return event_id

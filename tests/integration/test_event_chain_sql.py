@@ -233,3 +233,62 @@ def test_an_event_the_server_links_in_a_consumers_settle_joins_the_chain(engine:
         assert again == "duplicate"
         uow.session.rollback()
     assert len(chain_of(engine, saga_id)) == len(rows)
+
+
+def test_on_postgresql_a_result_waits_for_the_saga_before_it_locks_its_ledger_row(
+    request: pytest.FixtureRequest,
+) -> None:
+    """An effect's result takes the saga's lock, its ledger outcome and its event in one
+    statement: while another transaction holds the saga, the result waits holding nothing,
+    so the ledger row stays free for that transaction (an intent of the same key takes the
+    saga, then the row). Locking the row first, the two would deadlock."""
+    from orchestrator.store.events import hold_chain
+    from orchestrator.store.tables import LedgerRow
+    from tests.support.processes import wait_until
+
+    eng = make_engine(request.getfixturevalue("pg_url"))
+    try:
+        saga_id = new_saga(eng)
+        key = f"k-{uuid.uuid4().hex}"
+        with unit_of_work(eng) as uow:
+            uow.session.add(
+                LedgerRow(key=key, tool="publish", saga_id=saga_id, args_digest="d", status="pending")
+            )
+        store = SqlHarnessStore(eng)
+        errors: list[BaseException] = []
+
+        def result() -> None:
+            try:
+                store.finish_effect(
+                    key=key,
+                    ledger_status="done",
+                    result={"ok": True},
+                    event={"saga_id": saga_id, "actor": "publisher", "kind": "tool_call", "status": "ok"},
+                )
+            except BaseException as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+
+        def waiting_for_a_lock() -> bool:
+            with eng.connect() as conn:
+                return bool(conn.execute(text("SELECT count(*) FROM pg_locks WHERE NOT granted")).scalar())
+
+        recorder = threading.Thread(target=result)
+        with unit_of_work(eng) as holder:
+            hold_chain(holder.session, saga_id)
+            recorder.start()
+            wait_until(waiting_for_a_lock, timeout=10, every=0.02, what="the result to wait for the saga")
+            row = holder.session.connection().execute(
+                text("SELECT status FROM ledger WHERE key = :k FOR UPDATE NOWAIT"), {"k": key}
+            )
+            assert row.scalar_one() == "pending"  # not locked by the waiting result
+        recorder.join(timeout=30)
+        assert errors == []
+        with Session(eng) as s:
+            done = s.get(LedgerRow, key)
+            assert done is not None and done.status == "done" and done.result == {"ok": True}
+        rows = chain_of(eng, saga_id)
+        assert [r.status for r in rows] == ["submitted", "ok"]
+        assert rows[-1].event_id == done.event_id
+        assert_one_chain(rows)
+    finally:
+        eng.dispose()
