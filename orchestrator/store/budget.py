@@ -11,13 +11,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Float, Insert, Table, bindparam
+from sqlalchemy import Float, Insert, Select, Table, bindparam, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Field, Session, SQLModel
 
 from orchestrator.harness.budget import Charge, Spent, exhausted, over
-from orchestrator.store.events import WithEvent
+from orchestrator.store.events import ChainedEvent, WithEvent, held_heads
 from orchestrator.store.tables import utcnow
 
 
@@ -34,18 +34,26 @@ class SagaBudgetRow(SQLModel, table=True):
 _TABLE: Table = SagaBudgetRow.__table__  # type: ignore[attr-defined]
 
 
+_CHARGED = {
+    "saga_id": "b_saga",
+    "calls": "b_calls",
+    "tokens": "b_tokens",
+    "cost": "b_cost",
+    "updated_at": "b_now",
+}
+
+
 def _charge_statement(dialect: str, *, limited: bool) -> Insert:
     """One statement per charge: the saga's row is created by its first charge and added to
     after that; with a limit, the addition is made only while it stays within the limit
     (nothing comes back when it would not). Prebuilt, run on the caller's connection."""
     insert = pg_insert if dialect == "postgresql" else sqlite_insert
-    new = insert(_TABLE).values(
-        saga_id=bindparam("b_saga"),
-        calls=bindparam("b_calls"),
-        tokens=bindparam("b_tokens"),
-        cost=bindparam("b_cost", type_=Float()),
-        updated_at=bindparam("b_now", type_=_TABLE.c.updated_at.type),
-    )
+    new = insert(_TABLE).values({c: bindparam(b, type_=_TABLE.c[c].type) for c, b in _CHARGED.items()})
+    return _added(new, limited=limited)
+
+
+def _added(new: Any, *, limited: bool) -> Insert:
+    """`new`, an INSERT of one charge, made the saga's row or an addition to it."""
     add = {
         "calls": _TABLE.c.calls + new.excluded.calls,
         "tokens": _TABLE.c.tokens + new.excluded.tokens,
@@ -68,6 +76,29 @@ _CHARGE: dict[tuple[str, bool], Insert] = {
 _CHARGE_WITH_EVENT = {variant: WithEvent(statement) for variant, statement in _CHARGE.items()}
 
 
+def _charge_holding(*, limited: bool) -> Select[Any]:
+    """PostgreSQL, for a charge with its event whose transaction does not hold the saga yet:
+    the saga's lock, the charge and the event in one statement. The charge waits for the
+    lock (`after_head`), so the saga is locked before its budget row, as an intent locks
+    them; its columns come first, so that order is the gate's alone."""
+    event = ChainedEvent("charge_event")
+    _, written = event.ctes()
+    values = select(*(bindparam(b, type_=_TABLE.c[c].type) for c, b in _CHARGED.items())).where(
+        event.after_head()
+    )
+    charged_row = _added(pg_insert(_TABLE).from_select(list(_CHARGED), values), limited=limited).cte(
+        "charged"
+    )
+    return select(
+        *(select(column).scalar_subquery() for column in charged_row.c),
+        event.head_of(),
+        event.hash_of(written),
+    )
+
+
+_CHARGE_HOLDING = {limited: _charge_holding(limited=limited) for limited in (False, True)}
+
+
 def charge(s: Session, c: Charge, *, event: dict[str, Any] | None = None) -> Spent:
     """Add `c` to its saga's row, atomically, in one statement; raises `BudgetExhausted`
     (changing nothing) when over. With `event` (`insert_event`'s fields), that event is
@@ -77,9 +108,18 @@ def charge(s: Session, c: Charge, *, event: dict[str, Any] | None = None) -> Spe
     conn = s.connection()
     variant = conn.dialect.name, c.limit > 0
     params = charge_params(c, utcnow())
+    row: Any
     if event is None:
         row = conn.execute(_CHARGE[variant], params).first()
-    else:
+    elif (
+        event.get("saga_id") is not None
+        and event["saga_id"] not in held_heads(s)
+        and variant[0] == "postgresql"
+    ):
+        linked = ChainedEvent.params(s, **event)
+        *row, head, new_hash = conn.execute(_CHARGE_HOLDING[c.limit > 0], {**params, **linked}).one()
+        ChainedEvent.written(s, linked, head, new_hash)
+    else:  # the event's link is hashed here, onto a head held first (`WithEvent`)
         row = _CHARGE_WITH_EVENT[variant].execute(s, params, **event).first()
     return charged(s, c, row)
 

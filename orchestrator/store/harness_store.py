@@ -110,10 +110,8 @@ class SqlHarnessStore:
         with rows.call_unit(self.engine, tx) as uow:
             if charge is None:
                 event_id = insert_event(uow.session, **fields)
-            else:
-                if saga_id is not None:
-                    hold_chain(uow.session, saga_id)  # the saga before its budget row, as begin_effect
-                charge_budget(uow.session, charge, event=fields)  # the event goes with the charge
+            else:  # the event goes with the charge, the saga locked before its budget row
+                charge_budget(uow.session, charge, event=fields)
                 event_id = fields["event_id"]
             if hook is not None:
                 hook(uow)
