@@ -17,7 +17,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Field, Session, SQLModel
 
 from orchestrator.harness.budget import Charge, Spent, exhausted, over
-from orchestrator.store.events import ChainedEvent, WithEvent, held_heads
+from orchestrator.store.events import ChainedEvent, WithEvent
 from orchestrator.store.tables import utcnow
 
 
@@ -111,11 +111,7 @@ def charge(s: Session, c: Charge, *, event: dict[str, Any] | None = None) -> Spe
     row: Any
     if event is None:
         row = conn.execute(_CHARGE[variant], params).first()
-    elif (
-        event.get("saga_id") is not None
-        and event["saga_id"] not in held_heads(s)
-        and variant[0] == "postgresql"
-    ):
+    elif ChainedEvent.takes_chain(s, event.get("saga_id")):
         linked = ChainedEvent.params(s, **event)
         *row, head, new_hash = conn.execute(_CHARGE_HOLDING[c.limit > 0], {**params, **linked}).one()
         ChainedEvent.written(s, linked, head, new_hash)

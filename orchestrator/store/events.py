@@ -247,6 +247,16 @@ class ChainedEvent:
         return select(written.c.hash).scalar_subquery()
 
     @staticmethod
+    def takes_chain(session: Session, saga_id: str | None) -> bool:
+        """Whether a statement of this transaction should take `saga_id`'s chain itself: on
+        PostgreSQL, for an event of a saga this transaction does not hold yet."""
+        return (
+            saga_id is not None
+            and saga_id not in _heads(session)
+            and session.connection().dialect.name == "postgresql"
+        )
+
+    @staticmethod
     def params(session: Session, **fields: Any) -> dict[str, Any]:
         """The statement's `ev_` parameters for the event `fields` describe (`insert_event`'s)."""
         session.flush()  # the head the server reads is the last event this transaction wrote

@@ -496,7 +496,7 @@ def finish_ledger(
     event_id: str = event.get("event_id") or new_id()
     values = {"k": key, "b_status": status, "b_result": result, "b_event": event_id, "b_now": utcnow()}
     saga_id = event.get("saga_id")
-    if saga_id is not None and saga_id not in held_heads(s) and s.connection().dialect.name == "postgresql":
+    if ChainedEvent.takes_chain(s, saga_id):
         # The saga is not held yet: the statement takes its lock first, then the row.
         linked = ChainedEvent.params(s, **{**event, "event_id": event_id})
         _finished, head, new_hash = s.connection().execute(_LEDGER_FINISH_HOLDING, {**values, **linked}).one()
