@@ -128,8 +128,26 @@ def assess_parts(text: str) -> tuple[list[str], list[str]]:
     """The brief-independent half of `assess()`: rule reasons, and every URL in `text`.
 
     ``assess(t, b) == reasons + url_reasons(urls, b)``, so an index can store
-    these once per passage and finish the assessment for each brief.
+    these once per passage and finish the assessment for each brief. A text up
+    to `_REMEMBERED_TEXT` characters is assessed once per process (sagas of one
+    corpus read, quote and review the same passages again and again).
     """
+    if len(text) > _REMEMBERED_TEXT:
+        reasons, urls = _assess_parts(text)
+    else:
+        reasons, urls = _remembered_parts(text)
+    return list(reasons), list(urls)
+
+
+_REMEMBERED_TEXT = 16_384
+
+
+@lru_cache(maxsize=1024)
+def _remembered_parts(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    return _assess_parts(text)
+
+
+def _assess_parts(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     reasons: list[str] = []
     folded, origin = matchable(text)
     present = {word for word in _LITERALS if word in folded}
@@ -143,7 +161,7 @@ def assess_parts(text: str) -> tuple[list[str], list[str]]:
         if found:
             written = text[origin[found.start()] : origin[found.end() - 1] + 1] if found.end() else ""
             reasons.append(f"{rule.name}: {_snippet(written)}")
-    return reasons, foreign_urls(text)
+    return tuple(reasons), tuple(foreign_urls(text))
 
 
 def _leftmost(
