@@ -92,16 +92,14 @@ _LEDGER_AGAIN = (
         updated_at=bindparam("b_now", type_=_LEDGER.c.updated_at.type),
     )
 )
-_LEDGER_FINISH = WithEvent(
-    update(_LEDGER)
-    .where(_LEDGER.c.key == bindparam("k"))
-    .values(
-        status=bindparam("b_status"),
-        result=bindparam("b_result", type_=_LEDGER.c.result.type),
-        event_id=bindparam("b_event"),
-        updated_at=bindparam("b_now", type_=_LEDGER.c.updated_at.type),
-    )
-)
+# A key's outcome on its ledger row (binds `b_status`, `b_result`, `b_event`, `b_now`).
+_OUTCOME = {
+    "status": bindparam("b_status"),
+    "result": bindparam("b_result", type_=_LEDGER.c.result.type),
+    "event_id": bindparam("b_event"),
+    "updated_at": bindparam("b_now", type_=_LEDGER.c.updated_at.type),
+}
+_LEDGER_FINISH = WithEvent(update(_LEDGER).where(_LEDGER.c.key == bindparam("k")).values(_OUTCOME))
 # PostgreSQL, for a result whose transaction does not hold the saga yet: the saga's lock, the
 # outcome and the result event in one statement. The ledger row waits for the saga's lock
 # (`after_head`), so the locks come in `begin_effect`'s order: the saga, then the row.
@@ -110,12 +108,7 @@ _, _RESULT_WRITTEN = _RESULT_EVENT.ctes()
 _LEDGER_FINISHED = (
     update(_LEDGER)
     .where(_LEDGER.c.key == bindparam("k"), _RESULT_EVENT.after_head())
-    .values(
-        status=bindparam("b_status"),
-        result=bindparam("b_result", type_=_LEDGER.c.result.type),
-        event_id=bindparam("b_event"),
-        updated_at=bindparam("b_now", type_=_LEDGER.c.updated_at.type),
-    )
+    .values(_OUTCOME)
     .returning(_LEDGER.c.key)
     .cte("finished")
 )

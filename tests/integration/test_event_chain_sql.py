@@ -52,6 +52,13 @@ def chain_of(engine: Engine, saga_id: str) -> list[EventRow]:
         return list(s.exec(select(EventRow).where(EventRow.saga_id == saga_id).order_by(col(EventRow.seq))))
 
 
+def run_all(threads: list[threading.Thread]) -> None:
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+
+
 def assert_one_chain(rows: list[EventRow]) -> None:
     links = [(r.prev_hash, r.hash, {n: getattr(r, n) for n in HASHED_FIELDS}) for r in rows]
     assert first_broken(links) is None
@@ -85,11 +92,7 @@ def test_concurrent_writers_of_one_saga_never_fork_its_chain(engine: Engine) -> 
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
-    threads = [threading.Thread(target=write, args=(n,)) for n in range(WRITERS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
+    run_all([threading.Thread(target=write, args=(n,)) for n in range(WRITERS)])
     assert errors == []
     rows = chain_of(engine, saga_id)
     assert len(rows) == 1 + WRITERS * (EACH // 2) * 4
@@ -207,11 +210,7 @@ def test_an_event_the_server_links_in_a_consumers_settle_joins_the_chain(engine:
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
-    threads = [threading.Thread(target=consume, args=w) for w in works] + [threading.Thread(target=record)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
+    run_all([threading.Thread(target=consume, args=w) for w in works] + [threading.Thread(target=record)])
     assert errors == []
     rows = chain_of(engine, saga_id)
     assert len(rows) == 1 + 2 * WRITERS + EACH
