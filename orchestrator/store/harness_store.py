@@ -183,9 +183,8 @@ class SqlHarnessStore:
     ) -> str:
         with rows.call_unit(self.engine, tx) as uow:
             s = uow.session
-            event_id = rows.finish_ledger(
-                s, key, ledger_status, result, event
-            )  # the saga first, then the row
+            # The saga's lock first, then the ledger row, as begin_effect takes them.
+            event_id = rows.finish_ledger(s, key, ledger_status, result, event)
             if hook is not None and ledger_status == LedgerStatus.DONE:
                 hook(uow)
             return event_id
