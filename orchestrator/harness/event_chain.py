@@ -58,7 +58,13 @@ def canonical_event(fields: Mapping[str, Any]) -> bytes:
 
 
 def event_hash(prev_hash: str, fields: Mapping[str, Any]) -> str:
-    return sha256_hex(prev_hash.encode() + canonical_event(fields))
+    return link_hash(prev_hash, canonical_event(fields))
+
+
+def link_hash(prev_hash: str, canonical: bytes) -> str:
+    """An event's hash from its predecessor's and its own `canonical_event` bytes: the rule
+    a PostgreSQL statement that links an event itself computes too (`ChainedEvent`)."""
+    return sha256_hex(prev_hash.encode() + canonical)
 
 
 def first_broken(links: Sequence[tuple[str, str, Mapping[str, Any]]]) -> tuple[int, str] | None:
@@ -73,4 +79,4 @@ def first_broken(links: Sequence[tuple[str, str, Mapping[str, Any]]]) -> tuple[i
     return None
 
 
-__all__ = ["GENESIS", "HASHED_FIELDS", "canonical_event", "event_hash", "first_broken"]
+__all__ = ["GENESIS", "HASHED_FIELDS", "canonical_event", "event_hash", "first_broken", "link_hash"]

@@ -40,8 +40,7 @@ from sqlalchemy import (
 )
 from sqlmodel import Session
 
-from orchestrator.harness.digests import sha256_hex
-from orchestrator.harness.event_chain import GENESIS, canonical_event, event_hash
+from orchestrator.harness.event_chain import GENESIS, canonical_event, event_hash, link_hash
 from orchestrator.harness.ports import EventTimes
 from orchestrator.harness.principals import current_principal
 from orchestrator.store.tables import EventRow, new_id, utcnow
@@ -272,10 +271,10 @@ class ChainedEvent:
     def written(session: Session, params: dict[str, Any], head: str, new_hash: str | None) -> None:
         """Keep the chain held after the statement ran: its head is the new event's hash when
         one was written, the head the lock gave otherwise. A link the server computed
-        otherwise than `event_hash` would raise here, before the transaction commits."""
+        otherwise than `link_hash` would raise here, before the transaction commits."""
         saga_id = params["ev_saga_id"]
-        if new_hash is not None and new_hash != sha256_hex(head.encode() + params["ev_canonical"]):
-            raise RuntimeError(f"the server linked an event of saga {saga_id} unlike event_hash")
+        if new_hash is not None and new_hash != link_hash(head, params["ev_canonical"]):
+            raise RuntimeError(f"the server linked an event of saga {saga_id} unlike link_hash")
         _heads(session)[saga_id] = new_hash or head
 
 

@@ -645,6 +645,7 @@ def _intent_statement(charge: Charge | None, consume: bool, ledger: bool) -> Wit
 
 __all__ = [
     "CallTx",
+    "Intent",
     "add_checkpoint",
     "approval_of",
     "approval_row",
@@ -654,10 +655,9 @@ __all__ = [
     "consume_approval",
     "finish_ledger",
     "hold_chains",
-    "Intent",
-    "write_intent",
     "ledger_pending",
     "ledger_row",
     "read_for_authorization",
     "saga_session_of",
+    "write_intent",
 ]

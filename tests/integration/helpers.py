@@ -5,11 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
+
 from orchestrator import services
 from orchestrator.app import App
 from orchestrator.bootstrap import build_app
 from orchestrator.core.clock import SYSTEM_CLOCK, Clock
 from orchestrator.core.config import Settings
+from tests.support.processes import wait_until
 
 
 def make_app(db_url: str, tmp_path: Path, *, clock: Clock = SYSTEM_CLOCK, **settings: Any) -> App:
@@ -36,3 +40,13 @@ def ready_saga(
 def tools_called(app: App, saga_id: str, tool: str) -> list[str]:
     events = services.history(app, saga_id)["events"]
     return [e["status"] for e in events if e["kind"] == "tool_call" and e["tool"] == tool]
+
+
+def wait_for_a_lock_wait(engine: Engine, what: str) -> None:
+    """Until some transaction of `engine`'s PostgreSQL server waits for a lock (`pg_locks`)."""
+
+    def waiting() -> bool:
+        with engine.connect() as conn:
+            return bool(conn.execute(text("SELECT count(*) FROM pg_locks WHERE NOT granted")).scalar())
+
+    wait_until(waiting, timeout=10, every=0.02, what=what)

@@ -80,12 +80,10 @@ def test_a_reads_charge_waits_for_the_saga_like_an_intent_so_the_two_never_deadl
     about to charge; a read's result arrives meanwhile with its own charge: it waits for the
     saga (holding nothing), and both commit. Charging first, the two would each hold what
     the other waits for, and PostgreSQL would abort one with `deadlock detected`."""
-    from sqlalchemy import text
-
     from orchestrator.store.events import add_event, hold_chain
     from orchestrator.store.harness_store import SqlHarnessStore
     from orchestrator.store.tables import SagaRow
-    from tests.support.processes import wait_until
+    from tests.integration.helpers import wait_for_a_lock_wait
 
     engine = make_engine(pg_url)
     with unit_of_work(engine) as uow:
@@ -109,15 +107,11 @@ def test_a_reads_charge_waits_for_the_saga_like_an_intent_so_the_two_never_deadl
         except BaseException as exc:
             errors.append(exc)
 
-    def waiting_for_a_lock() -> bool:
-        with engine.connect() as conn:
-            return bool(conn.execute(text("SELECT count(*) FROM pg_locks WHERE NOT granted")).scalar())
-
     reader = threading.Thread(target=read_result)
     with unit_of_work(engine) as intent:
         hold_chain(intent.session, saga.id)  # the intent's first step: the saga's lock
         reader.start()
-        wait_until(waiting_for_a_lock, timeout=10, every=0.02, what="the read's record to wait")
+        wait_for_a_lock_wait(engine, "the read's record to wait")
         charge(intent.session, Charge(saga.id, limit=0))  # then its charge
     reader.join(timeout=30)
     assert errors == []

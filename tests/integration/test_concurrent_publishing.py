@@ -106,4 +106,3 @@ def test_two_runners_racing_on_one_saga_make_one_effect_per_key(
         assert services.status(app, saga)["state"] == "succeeded"
         assert one.apply_count == 1 and two.apply_count == 1
         assert len([r for r in one.received if r.method == "POST"]) == 1, "the second runner never sent"
-

@@ -243,7 +243,7 @@ def test_on_postgresql_a_result_waits_for_the_saga_before_it_locks_its_ledger_ro
     saga, then the row). Locking the row first, the two would deadlock."""
     from orchestrator.store.events import hold_chain
     from orchestrator.store.tables import LedgerRow
-    from tests.support.processes import wait_until
+    from tests.integration.helpers import wait_for_a_lock_wait
 
     eng = make_engine(request.getfixturevalue("pg_url"))
     try:
@@ -267,15 +267,11 @@ def test_on_postgresql_a_result_waits_for_the_saga_before_it_locks_its_ledger_ro
             except BaseException as exc:  # pragma: no cover - reported below
                 errors.append(exc)
 
-        def waiting_for_a_lock() -> bool:
-            with eng.connect() as conn:
-                return bool(conn.execute(text("SELECT count(*) FROM pg_locks WHERE NOT granted")).scalar())
-
         recorder = threading.Thread(target=result)
         with unit_of_work(eng) as holder:
             hold_chain(holder.session, saga_id)
             recorder.start()
-            wait_until(waiting_for_a_lock, timeout=10, every=0.02, what="the result to wait for the saga")
+            wait_for_a_lock_wait(eng, "the result to wait for the saga")
             row = holder.session.connection().execute(
                 text("SELECT status FROM ledger WHERE key = :k FOR UPDATE NOWAIT"), {"k": key}
             )

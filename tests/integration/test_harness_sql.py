@@ -32,6 +32,7 @@ from orchestrator.core.config import Settings
 from orchestrator.core.errors import ApprovalRefused, IdempotencyConflict
 from orchestrator.core.routing import PUBLISH
 from orchestrator.harness.approvals import ApprovalBinding, mint
+from orchestrator.harness.budget import Charge
 from orchestrator.harness.checkpoints import AgentState, verify_chain
 from orchestrator.harness.ports import EventTimes
 from orchestrator.harness.spec import ToolCall
@@ -109,6 +110,32 @@ def test_malformed_proposals_never_reach_the_executor_on_sql(rig: SqlRig) -> Non
 
 
 # -- the memory store answers like the SQL store -----------------------------------------------
+def _begin_publish(
+    store: Rig,
+    saga: str,
+    key: str,
+    digest: str,
+    approval_id: str | None,
+    execution: str,
+    *,
+    step: int = 1,
+    charge: Charge | None = None,
+) -> None:
+    """`begin_effect` of a `publish` under `key` with arguments of digest `digest`."""
+    state = AgentState(
+        event_id=uuid.uuid4().hex, step=step, tool="publish", idempotency_key=key, args_digest=digest
+    )
+    store.begin_effect(
+        saga_id=saga,
+        actor="p",
+        state=state,
+        approval_id=approval_id,
+        execution=execution,
+        times=EventTimes(),
+        charge=charge,
+    )
+
+
 def _approved_saga(store: Rig, now: datetime) -> tuple[str, str, ApprovalBinding, str]:
     """A fresh saga with one destination and a valid approval: (saga, session, binding, approval id)."""
     saga = "saga-" + uuid.uuid4().hex[:8]
@@ -133,18 +160,8 @@ def _exercise(store: Rig) -> list[str]:
     seen: list[str] = []
 
     def begin(key: str, digest: str, approval_id: str | None, execution: str, step: int) -> None:
-        state = AgentState(
-            event_id=uuid.uuid4().hex, step=step, tool="publish", idempotency_key=key, args_digest=digest
-        )
         try:
-            store.begin_effect(
-                saga_id=saga,
-                actor="p",
-                state=state,
-                approval_id=approval_id,
-                execution=execution,
-                times=EventTimes(),
-            )
+            _begin_publish(store, saga, key, digest, approval_id, execution, step=step)
             row = store.ledger_get(key)
             seen.append(f"begin {key}: {row.status if row else None} x{row.attempts if row else 0}")
         except (ApprovalRefused, IdempotencyConflict) as exc:
@@ -186,7 +203,7 @@ def test_an_intent_refused_at_any_of_its_writes_leaves_nothing_written(rig: SqlR
     """The intent's charge, consumption, ledger row, checkpoint and event are one statement on
     PostgreSQL: whichever refuses, none of the others is kept (and on SQLite, none is kept either)."""
     from orchestrator.core.errors import KeyInFlight
-    from orchestrator.harness.budget import BudgetExhausted, Charge
+    from orchestrator.harness.budget import BudgetExhausted
     from orchestrator.store.budget import spent
     from orchestrator.store.tables import CheckpointRow
 
@@ -194,19 +211,8 @@ def test_an_intent_refused_at_any_of_its_writes_leaves_nothing_written(rig: SqlR
 
     def begin(key: str, execution: str, limit: int = 0) -> str:
         key = f"{saga}-{key}"  # ledger keys are global: the database is shared with other tests
-        state = AgentState(
-            event_id=uuid.uuid4().hex, step=1, tool="publish", idempotency_key=key, args_digest="d"
-        )
         try:
-            rig.begin_effect(
-                saga_id=saga,
-                actor="p",
-                state=state,
-                approval_id=approval,
-                execution=execution,
-                times=EventTimes(),
-                charge=Charge(saga, limit=limit),
-            )
+            _begin_publish(rig, saga, key, "d", approval, execution, charge=Charge(saga, limit=limit))
         except (ApprovalRefused, BudgetExhausted, IdempotencyConflict, KeyInFlight) as exc:
             return type(exc).__name__
         return "pending"
