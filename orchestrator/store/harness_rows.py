@@ -32,7 +32,7 @@ from orchestrator.harness.ledger_status import RESTARTABLE, LedgerStatus
 from orchestrator.harness.ports import AuthorizationReads, LedgerView
 from orchestrator.store.budget import charge as charge_budget
 from orchestrator.store.budget import charge_params, charge_statement, charged, refuse_over
-from orchestrator.store.db import WRITE_OPTION, UnitOfWork, unit_of_work
+from orchestrator.store.db import UnitOfWork, unit_of_work, writer
 from orchestrator.store.events import ChainedEvent, WithEvent, chain_held, held_heads, hold_chain
 from orchestrator.store.people import approver_lapse, lapse_reason
 from orchestrator.store.people_tables import UserRow
@@ -317,7 +317,7 @@ class CallTx:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self.conn = engine.execution_options(**{WRITE_OPTION: True}).connect()
+        self.conn = writer(engine).connect()
         self._open: UnitOfWork | None = None
 
     def unit(self) -> UnitOfWork:
