@@ -17,6 +17,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import Table, bindparam, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
@@ -25,7 +27,7 @@ from orchestrator.harness.declare import read_only, reversible_write
 from orchestrator.harness.digests import text_digest
 from orchestrator.harness.spec import ToolContext, ToolSpec
 from orchestrator.store.db import one_read, unit_of_work
-from orchestrator.store.tables import ArtifactRow, SagaRow
+from orchestrator.store.tables import ArtifactRow, SagaRow, utcnow
 from roles.artifacts import Artifact, Draft, Evidence, Finding, SourceFile
 from roles.corpus import load_corpus, read_source
 from roles.index import CorpusIndexes
@@ -42,6 +44,13 @@ _SAGAS: Table = SagaRow.__table__  # type: ignore[attr-defined]
 _SAGA_BASICS = select(_SAGAS.c.brief, _SAGAS.c.corpus, _SAGAS.c.created_at).where(
     _SAGAS.c.id == bindparam("saga_id")
 )
+_ARTIFACTS: Table = ArtifactRow.__table__  # type: ignore[attr-defined]
+# An artifact is its digest's: written once, whoever comes first (no read before, no ORM flush).
+_STORE_ARTIFACT = {
+    name: dialect_insert(_ARTIFACTS).on_conflict_do_nothing(index_elements=[_ARTIFACTS.c.digest])
+    for name, dialect_insert in (("postgresql", pg_insert), ("sqlite", sqlite_insert))
+}
+_ARTIFACT_BODY = select(_ARTIFACTS.c.body).where(_ARTIFACTS.c.digest == bindparam("digest"))
 
 
 class SearchArgs(BaseModel):
@@ -84,18 +93,25 @@ class ReviewArgs(BaseModel):
 def store_artifact(session: Session, saga_id: str, kind: str, artifact: Artifact) -> str:
     """Insert a content-addressed artifact once; its digest either way."""
     digest = artifact.digest()
-    if session.get(ArtifactRow, digest) is None:
-        session.add(
-            ArtifactRow(digest=digest, saga_id=saga_id, kind=kind, body=artifact.model_dump(mode="json"))
-        )
+    conn = session.connection()
+    conn.execute(
+        _STORE_ARTIFACT[conn.dialect.name],
+        {
+            "digest": digest,
+            "saga_id": saga_id,
+            "kind": kind,
+            "body": artifact.model_dump(mode="json"),
+            "created_at": utcnow(),
+        },
+    )
     return digest
 
 
 def load_artifact(session: Session, digest: str) -> dict[str, Any]:
-    row = session.get(ArtifactRow, digest)
-    if row is None:
+    body: dict[str, Any] | None = session.connection().execute(_ARTIFACT_BODY, {"digest": digest}).scalar()
+    if body is None:
         raise NotFound(f"no artifact {digest[:12]}…")
-    return row.body
+    return body
 
 
 class RoleTools:
