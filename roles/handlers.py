@@ -77,8 +77,7 @@ def _fail(saga_id: str, actor: str, reason: str) -> Finalizer:
 
 
 def _preparing(ports: RolePorts, saga_id: str) -> bool:
-    with Session(ports.engine) as s:
-        return records.load_saga(s, saga_id).state == SagaState.PREPARING
+    return records.state_of(ports.engine, saga_id) is SagaState.PREPARING
 
 
 class Stopped(NamedTuple):

@@ -10,10 +10,12 @@ import re
 from typing import Any
 
 from sqlalchemy import bindparam
+from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from orchestrator.core.errors import InvalidInput, NotFound
 from orchestrator.harness.digests import text_digest
+from orchestrator.store.db import one_read
 from orchestrator.store.harness_store import add_event
 from orchestrator.store.tables import ApprovalRow, SagaRow, StepRow, VersionRow, utcnow
 from sagas.machine import SagaEvent, SagaState, apply
@@ -28,6 +30,18 @@ def load_saga(session: Session, saga_id: str, *, lock: bool = False) -> SagaRow:
     if saga is None:
         raise NotFound(f"no saga {saga_id!r}", saga_id=saga_id)
     return saga
+
+
+_STATE = select(SagaRow.state).where(SagaRow.id == bindparam("saga_id"))
+
+
+def state_of(engine: Engine, saga_id: str) -> SagaState:
+    """The saga's state as last committed: one statement outside any transaction."""
+    with one_read(engine) as conn:
+        state = conn.execute(_STATE, {"saga_id": saga_id}).scalar()
+    if state is None:
+        raise NotFound(f"no saga {saga_id!r}", saga_id=saga_id)
+    return SagaState(state)
 
 
 def find_saga(session: Session, prefix: str) -> SagaRow:
@@ -196,6 +210,7 @@ __all__ = [
     "head",
     "head_digest",
     "load_saga",
+    "state_of",
     "steps",
     "transition",
     "version",
