@@ -248,13 +248,13 @@ class SagaRunner:
                 steps = records.steps(uow.session, saga.id)
                 if saga.state == SagaState.EXECUTING and {s.uri for s in steps} != set(saga.destinations):
                     # Every destination has its step row before anything is decided about it.
-                    steps = start_execution(uow.session, saga, digest)
+                    steps = start_execution(uow.session, saga, digest, steps)
                 self._record(uow.session, steps, learned)
                 command = decider.next_command(self._view(saga, digest, learned), step_views(steps))
                 if isinstance(command, StartExecution):
                     # `executing` and the step rows commit with the first decision about them,
                     # before any destination is called.
-                    steps = start_execution(uow.session, saga, digest)
+                    steps = start_execution(uow.session, saga, digest, steps)
                     command = decider.next_command(self._view(saga, digest, learned), step_views(steps))
                 if isinstance(command, Wait):
                     return noop
@@ -403,21 +403,24 @@ class SagaRunner:
         return result
 
 
-def start_execution(session: Session, saga: SagaRow, digest: str) -> list[StepRow]:
-    """Create the step rows (once) and move `approved → executing`."""
-    existing = {s.uri: s for s in records.steps(session, saga.id)}
+def start_execution(
+    session: Session, saga: SagaRow, digest: str, steps: list[StepRow] | None = None
+) -> list[StepRow]:
+    """Create the step rows (once) and move `approved → executing`; the saga's steps in
+    position order. `steps`: the saga's step rows as this transaction read them, when it has."""
+    existing = {s.uri: s for s in (records.steps(session, saga.id) if steps is None else steps)}
     for position, uri in enumerate(saga.destinations):
         step = existing.get(uri)
         key = business_key(saga.id, uri, digest)
         if step is None:
-            step = StepRow(saga_id=saga.id, uri=uri, position=position)
+            step = existing[uri] = StepRow(saga_id=saga.id, uri=uri, position=position)
         if step.idempotency_key != key:
             step.receipt, step.idempotency_key, step.version_digest = None, key, digest
             set_step(session, step, StepState.PENDING, actor=PUBLISHER)
         session.add(step)
     if saga.state == SagaState.APPROVED:
         records.transition(session, saga, SagaEvent.EXECUTION_STARTED, actor=PUBLISHER)
-    return records.steps(session, saga.id)
+    return sorted(existing.values(), key=lambda step: step.position)
 
 
 def rearm(uow: UnitOfWork, store: HarnessStore, step: StepRow, *, actor: str, reason: str) -> None:
