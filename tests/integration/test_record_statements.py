@@ -1,0 +1,123 @@
+"""The prebuilt statements behind a saga's records, on SQLite and PostgreSQL: an artifact is
+written once whoever stores it first, a saga's state is read outside any transaction, and the
+steps `start_execution` returns are the rows a fresh read finds, in position order."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+
+from orchestrator import services
+from orchestrator.core.errors import NotFound
+from orchestrator.store.db import unit_of_work
+from orchestrator.store.tables import ArtifactRow
+from roles.artifacts import Draft
+from roles.tools import load_artifact, store_artifact
+from sagas import records
+from sagas.machine import SagaState
+from sagas.runner import start_execution
+from tests.integration.helpers import make_app, ready_saga
+
+DRAFT = Draft(title="Branches", markdown="# Branches\n\nThe bookmobile came first.\n", citations=())
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, sqlite_url: str) -> str:
+    if request.param == "sqlite":
+        return sqlite_url
+    url: str = request.getfixturevalue("pg_url")
+    return url
+
+
+def _artifacts(app, digest: str) -> int:  # type: ignore[no-untyped-def]
+    with app.engine.connect() as conn:
+        return int(conn.execute(select(func.count()).where(ArtifactRow.digest == digest)).scalar_one())
+
+
+def test_an_artifact_stored_twice_is_one_row_and_loads_as_it_was_stored(
+    db_url: str, tmp_path: Path, corpus: Path
+) -> None:
+    app = make_app(db_url, tmp_path, broker_url="none://")
+    sid = services.submit(app, brief="branches", corpus=str(corpus), destinations=["memory:a"], actor="dana")[
+        "saga_id"
+    ]
+    with unit_of_work(app.engine) as uow:
+        first = store_artifact(uow.session, sid, "draft", DRAFT)
+        again = store_artifact(uow.session, sid, "draft", DRAFT)  # in the same transaction
+        assert load_artifact(uow.session, first) == DRAFT.model_dump(mode="json"), "seen before the commit"
+    with unit_of_work(app.engine) as uow:
+        later = store_artifact(uow.session, sid, "draft", DRAFT)
+    assert first == again == later == DRAFT.digest()
+    assert _artifacts(app, first) == 1
+    with unit_of_work(app.engine) as uow:
+        assert Draft.model_validate(load_artifact(uow.session, first)) == DRAFT
+        with pytest.raises(NotFound, match="no artifact"):
+            load_artifact(uow.session, "0" * 64)
+
+
+def test_on_postgresql_two_writers_of_one_artifact_both_commit_and_leave_one_row(
+    pg_url: str, tmp_path: Path, corpus: Path
+) -> None:
+    app = make_app(pg_url, tmp_path, broker_url="none://")
+    sid = services.submit(app, brief="branches", corpus=str(corpus), destinations=["memory:a"], actor="dana")[
+        "saga_id"
+    ]
+    stored = threading.Event()
+    errors: list[BaseException] = []
+
+    def second_writer() -> None:
+        try:
+            stored.wait(10)
+            with unit_of_work(app.engine) as uow:  # waits for the first writer's row, then writes nothing
+                store_artifact(uow.session, sid, "draft", DRAFT)
+        except BaseException as exc:
+            errors.append(exc)
+
+    other = threading.Thread(target=second_writer)
+    other.start()
+    with unit_of_work(app.engine) as uow:
+        store_artifact(uow.session, sid, "draft", DRAFT)
+        stored.set()
+        other.join(0.5)
+        assert other.is_alive(), "the second writer waits for the first one's uncommitted row"
+    other.join(10)
+    assert not other.is_alive() and errors == []
+    assert _artifacts(app, DRAFT.digest()) == 1
+
+
+def test_a_sagas_state_is_read_in_one_statement_and_a_missing_saga_is_not_found(
+    db_url: str, tmp_path: Path, corpus: Path
+) -> None:
+    app = make_app(db_url, tmp_path, broker_url="none://")
+    sid = services.submit(app, brief="branches", corpus=str(corpus), destinations=["memory:a"], actor="dana")[
+        "saga_id"
+    ]
+    assert records.state_of(app.engine, sid) is SagaState.PREPARING
+    with pytest.raises(NotFound, match="no saga"):
+        records.state_of(app.engine, "f" * 32)
+
+
+def test_start_execution_returns_the_rows_a_fresh_read_finds_in_position_order(
+    db_url: str, tmp_path: Path, corpus: Path
+) -> None:
+    dests = ["memory:third-listed-first", "memory:b", "memory:a"]
+    app = make_app(db_url, tmp_path)
+    sid = ready_saga(app, corpus, dests)["saga_id"]
+    quiet = make_app(db_url, tmp_path, broker_url="none://")  # nothing runs the publisher
+    digest = services.approve(quiet, sid, version=1, actor="erin")["version_digest"]
+    with unit_of_work(quiet.engine) as uow:
+        saga = records.load_saga(uow.session, sid, lock=True)
+        made = start_execution(uow.session, saga, digest, records.steps(uow.session, sid))
+        assert [(s.uri, s.position) for s in made] == [(uri, i) for i, uri in enumerate(dests)]
+    with unit_of_work(quiet.engine) as uow:
+        read = records.steps(uow.session, sid)
+        assert [(s.id, s.uri, s.position, s.state, s.idempotency_key) for s in read] == [
+            (s.id, s.uri, s.position, s.state, s.idempotency_key) for s in made
+        ]
+        assert records.load_saga(uow.session, sid).state == SagaState.EXECUTING
+        saga = records.load_saga(uow.session, sid, lock=True)
+        again = start_execution(uow.session, saga, digest, read)  # once made, the same rows
+        assert [s.id for s in again] == [s.id for s in made]
