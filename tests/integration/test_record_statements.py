@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import func, select
@@ -32,6 +33,13 @@ def db_url(request: pytest.FixtureRequest, sqlite_url: str) -> str:
     return url
 
 
+def _submitted(url: str, tmp_path: Path, corpus: Path) -> tuple[Any, str]:
+    """An app with no broker (nothing runs the roles) and a saga just submitted on it."""
+    app = make_app(url, tmp_path, broker_url="none://")
+    sid = services.submit(app, brief="branches", corpus=str(corpus), destinations=["memory:a"], actor="dana")
+    return app, str(sid["saga_id"])
+
+
 def _artifacts(app, digest: str) -> int:  # type: ignore[no-untyped-def]
     with app.engine.connect() as conn:
         return int(conn.execute(select(func.count()).where(ArtifactRow.digest == digest)).scalar_one())
@@ -40,10 +48,7 @@ def _artifacts(app, digest: str) -> int:  # type: ignore[no-untyped-def]
 def test_an_artifact_stored_twice_is_one_row_and_loads_as_it_was_stored(
     db_url: str, tmp_path: Path, corpus: Path
 ) -> None:
-    app = make_app(db_url, tmp_path, broker_url="none://")
-    sid = services.submit(app, brief="branches", corpus=str(corpus), destinations=["memory:a"], actor="dana")[
-        "saga_id"
-    ]
+    app, sid = _submitted(db_url, tmp_path, corpus)
     with unit_of_work(app.engine) as uow:
         first = store_artifact(uow.session, sid, "draft", DRAFT)
         again = store_artifact(uow.session, sid, "draft", DRAFT)  # in the same transaction
@@ -61,10 +66,7 @@ def test_an_artifact_stored_twice_is_one_row_and_loads_as_it_was_stored(
 def test_on_postgresql_two_writers_of_one_artifact_both_commit_and_leave_one_row(
     pg_url: str, tmp_path: Path, corpus: Path
 ) -> None:
-    app = make_app(pg_url, tmp_path, broker_url="none://")
-    sid = services.submit(app, brief="branches", corpus=str(corpus), destinations=["memory:a"], actor="dana")[
-        "saga_id"
-    ]
+    app, sid = _submitted(pg_url, tmp_path, corpus)
     stored = threading.Event()
     errors: list[BaseException] = []
 
@@ -91,10 +93,7 @@ def test_on_postgresql_two_writers_of_one_artifact_both_commit_and_leave_one_row
 def test_a_sagas_state_is_read_in_one_statement_and_a_missing_saga_is_not_found(
     db_url: str, tmp_path: Path, corpus: Path
 ) -> None:
-    app = make_app(db_url, tmp_path, broker_url="none://")
-    sid = services.submit(app, brief="branches", corpus=str(corpus), destinations=["memory:a"], actor="dana")[
-        "saga_id"
-    ]
+    app, sid = _submitted(db_url, tmp_path, corpus)
     assert records.state_of(app.engine, sid) is SagaState.PREPARING
     with pytest.raises(NotFound, match="no saga"):
         records.state_of(app.engine, "f" * 32)
