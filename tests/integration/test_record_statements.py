@@ -20,7 +20,7 @@ from roles.tools import load_artifact, store_artifact
 from sagas import records
 from sagas.machine import SagaState
 from sagas.runner import start_execution
-from tests.integration.helpers import make_app, ready_saga
+from tests.integration.helpers import make_app, ready_saga, wait_for_a_lock_wait
 
 DRAFT = Draft(title="Branches", markdown="# Branches\n\nThe bookmobile came first.\n", citations=())
 
@@ -36,8 +36,10 @@ def db_url(request: pytest.FixtureRequest, sqlite_url: str) -> str:
 def _submitted(url: str, tmp_path: Path, corpus: Path) -> tuple[Any, str]:
     """An app with no broker (nothing runs the roles) and a saga just submitted on it."""
     app = make_app(url, tmp_path, broker_url="none://")
-    sid = services.submit(app, brief="branches", corpus=str(corpus), destinations=["memory:a"], actor="dana")
-    return app, str(sid["saga_id"])
+    status = services.submit(
+        app, brief="branches", corpus=str(corpus), destinations=["memory:a"], actor="dana"
+    )
+    return app, str(status["saga_id"])
 
 
 def _artifacts(app, digest: str) -> int:  # type: ignore[no-untyped-def]
@@ -83,8 +85,8 @@ def test_on_postgresql_two_writers_of_one_artifact_both_commit_and_leave_one_row
     with unit_of_work(app.engine) as uow:
         store_artifact(uow.session, sid, "draft", DRAFT)
         stored.set()
-        other.join(0.5)
-        assert other.is_alive(), "the second writer waits for the first one's uncommitted row"
+        wait_for_a_lock_wait(app.engine, "the second writer to wait for the first one's uncommitted row")
+        assert other.is_alive()
     other.join(10)
     assert not other.is_alive() and errors == []
     assert _artifacts(app, DRAFT.digest()) == 1
@@ -102,7 +104,7 @@ def test_a_sagas_state_is_read_in_one_statement_and_a_missing_saga_is_not_found(
 def test_start_execution_returns_the_rows_a_fresh_read_finds_in_position_order(
     db_url: str, tmp_path: Path, corpus: Path
 ) -> None:
-    dests = ["memory:third-listed-first", "memory:b", "memory:a"]
+    dests = ["memory:z", "memory:b", "memory:a"]  # listed against the order of their names
     app = make_app(db_url, tmp_path)
     sid = ready_saga(app, corpus, dests)["saga_id"]
     quiet = make_app(db_url, tmp_path, broker_url="none://")  # nothing runs the publisher
