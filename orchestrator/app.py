@@ -15,9 +15,11 @@ from typing import Any
 
 from opentelemetry import trace
 from pydantic import ValidationError
-from sqlalchemy import Table, bindparam, select
+from sqlalchemy import Table, bindparam, inspect, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm.util import identity_key
+from sqlmodel import Session
 
 from orchestrator.core.clock import Clock
 from orchestrator.core.config import Settings
@@ -374,10 +376,15 @@ _TRACE_CONTEXT = select(_SAGAS.c.trace_context).where(_SAGAS.c.id == bindparam("
 
 @contextmanager
 def _joined_span(name: str, uow: UnitOfWork, saga_id: str) -> Iterator[None]:
-    """`saga_span` for a saga of this unit of work, reading its trace context alone."""
+    """`saga_span` for a saga of this unit of work: its trace context as the session holds
+    it when the saga is there, else read alone (after a flush, so that a saga added in this
+    unit of work is found too)."""
 
     def carried() -> dict[str, str] | None:
-        uow.session.flush()  # a saga created in this unit of work is found too
+        held = _held_trace_context(uow.session, saga_id)
+        if held is not None:
+            return held
+        uow.session.flush()
         found: dict[str, str] | None = (
             uow.session.connection().execute(_TRACE_CONTEXT, {"saga_id": saga_id}).scalar()
         )
@@ -385,6 +392,16 @@ def _joined_span(name: str, uow: UnitOfWork, saga_id: str) -> Iterator[None]:
 
     with _in_saga_trace(name, saga_id, carried):
         yield
+
+
+def _held_trace_context(session: Session, saga_id: str) -> dict[str, str] | None:
+    """The trace context of `saga_id` from the session's own copy of the saga, with no query:
+    one this unit of work loaded (or flushed) and still holds, its column not expired. None
+    when the session holds no such copy."""
+    saga = session.identity_map.get(identity_key(SagaRow, saga_id))
+    if not isinstance(saga, SagaRow) or "trace_context" in inspect(saga).unloaded:
+        return None
+    return dict(saga.trace_context or {})
 
 
 @contextmanager
