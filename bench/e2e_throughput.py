@@ -48,10 +48,10 @@ no-op workflow runs at 20 threads on a fresh database of the same server
 the last, and Pressroom's durable steps/s are printed beside the mean of the
 two as a ratio.
 
-`--rounds N` runs the mixes N times over, in order (site, mixed, site, mixed,
-…), with a DBOS run before each round and one after the last, so that a
-loaded minute on a shared machine falls on one round, not on one side of a
-comparison. Each round's ratios are taken within the round (its mixes, and
+`--rounds N` runs the mixes N times over (every mix of `--mixes` in order,
+then all of them again), with a DBOS run before each round and one after
+the last, so that a loaded minute on a shared machine falls on one round,
+not on one side of a comparison. Each round's ratios are taken within the round (its mixes, and
 the DBOS runs on either side of it); a goal's verdict is on the median of
 the rounds' ratios, and every round's figure is printed beside it.
 """
