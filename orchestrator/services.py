@@ -71,8 +71,7 @@ def _approve(
     ttl = parse_duration(expires_in) if expires_in else timedelta(seconds=app.settings.approval_ttl)
     with unit_of_work(app.engine) as uow:
         s = uow.session
-        saga = records.find_saga(s, saga_id)
-        saga = records.load_saga(s, saga.id, lock=True)
+        saga = records.find_saga(s, saga_id, lock=True)
         if saga.state != SagaState.READY_FOR_REVIEW:
             raise Refused(f"saga {saga.id} is {saga.state}; only a saga in ready-for-review can be approved")
         if version != saga.head_version:
@@ -142,7 +141,7 @@ def _reject(app: App, saga_id: str, *, actor: str, reason: str) -> dict[str, Any
     if not (reason or "").strip():
         raise InvalidInput("--reason is empty")
     with unit_of_work(app.engine) as uow:
-        saga = records.load_saga(uow.session, records.find_saga(uow.session, saga_id).id, lock=True)
+        saga = records.find_saga(uow.session, saga_id, lock=True)
         records.transition(uow.session, saga, SagaEvent.REJECTED, actor=actor, reason=reason)
         records.void_approvals(uow.session, saga.id, reason="rejected")
         head = records.head(uow.session, saga)
@@ -182,7 +181,7 @@ def _edit(app: App, saga_id: str, *, path: str, who: Principal) -> dict[str, Any
         raise PolicyRefused(f"{path} links outside PRESSROOM_LINK_HOSTS: {describe(foreign)}")
     with unit_of_work(app.engine) as uow:
         s = uow.session
-        saga = records.load_saga(s, records.find_saga(s, saga_id).id, lock=True)
+        saga = records.find_saga(s, saga_id, lock=True)
         previous = records.head(s, saga)
         if previous is not None and previous.markdown == markdown:
             raise InvalidInput("the file is identical to the head version")

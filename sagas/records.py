@@ -44,16 +44,17 @@ def state_of(engine: Engine, saga_id: str) -> SagaState:
     return SagaState(state)
 
 
-def find_saga(session: Session, prefix: str) -> SagaRow:
-    """A saga by id or unique id prefix (at least 6 characters).
+def find_saga(session: Session, prefix: str, *, lock: bool = False) -> SagaRow:
+    """A saga by id or unique id prefix (at least 6 characters); with `lock`, its row locked.
 
     An id is at most 64 characters (longer is `InvalidInput`); a prefix is
     matched only when it is lowercase hex, as every id Pressroom makes, and
-    with LIKE's wildcards escaped all the same.
+    with LIKE's wildcards escaped all the same. A whole id is found and
+    locked in one statement; a prefix is matched first, then its saga locked.
     """
     if len(prefix) > MAX_SAGA_ID:
         raise InvalidInput(f"a saga id is at most {MAX_SAGA_ID} characters, got {len(prefix)}")
-    saga = session.get(SagaRow, prefix)
+    saga = session.get(SagaRow, prefix, with_for_update=lock)
     if saga is not None:
         return saga
     if len(prefix) >= 6 and _HEX.fullmatch(prefix):
@@ -61,7 +62,7 @@ def find_saga(session: Session, prefix: str) -> SagaRow:
             select(SagaRow).where(col(SagaRow.id).startswith(prefix, autoescape=True)).limit(2)
         ).all()
         if len(rows) == 1:
-            return rows[0]
+            return load_saga(session, rows[0].id, lock=True) if lock else rows[0]
     raise NotFound(f"no saga {prefix!r}", saga_id=prefix)
 
 

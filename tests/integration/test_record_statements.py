@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import event, func, select, text
+from sqlalchemy.exc import OperationalError
 
 from orchestrator import services
 from orchestrator.core.errors import NotFound
@@ -122,3 +123,49 @@ def test_start_execution_returns_the_rows_a_fresh_read_finds_in_position_order(
         saga = records.load_saga(uow.session, sid, lock=True)
         again = start_execution(uow.session, saga, digest, read)  # once made, the same rows
         assert [s.id for s in again] == [s.id for s in made]
+
+
+def _saga_reads(app: Any, sid: str, prefix: str) -> list[str]:
+    """The statements `find_saga(prefix, lock=True)` sends, in a unit of work that finds `sid`."""
+    seen: list[str] = []
+
+    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        seen.append(" ".join(statement.split()))
+
+    event.listen(app.engine, "before_cursor_execute", record)
+    try:
+        with unit_of_work(app.engine) as uow:
+            assert records.find_saga(uow.session, prefix, lock=True).id == sid
+    finally:
+        event.remove(app.engine, "before_cursor_execute", record)
+    return [s for s in seen if s.startswith("SELECT") and "FROM sagas" in s]
+
+
+def test_a_saga_found_by_its_whole_id_is_locked_in_the_statement_that_finds_it(
+    db_url: str, tmp_path: Path, corpus: Path
+) -> None:
+    app, sid = _submitted(db_url, tmp_path, corpus)
+    whole = _saga_reads(app, sid, sid)
+    # A prefix: tried as a whole id (no row), matched unlocked, then its saga locked.
+    by_prefix = _saga_reads(app, sid, sid[:8])
+    assert len(whole) == 1 and len(by_prefix) == 3
+    assert "LIKE" in by_prefix[1]
+    if app.engine.dialect.name == "postgresql":  # SQLite has no row locks: its write lock serializes
+        assert whole[0].endswith("FOR UPDATE") and by_prefix[-1].endswith("FOR UPDATE")
+        assert not by_prefix[1].endswith("FOR UPDATE")
+
+
+def test_on_postgresql_a_saga_found_with_lock_is_held_until_the_commit(
+    pg_url: str, tmp_path: Path, corpus: Path
+) -> None:
+    app, sid = _submitted(pg_url, tmp_path, corpus)
+    for prefix in (sid, sid[:8]):
+        with unit_of_work(app.engine) as uow:
+            records.find_saga(uow.session, prefix, lock=True)
+            with (
+                app.engine.connect() as other,
+                pytest.raises(OperationalError, match="could not obtain lock"),
+            ):
+                other.execute(text("SELECT id FROM sagas WHERE id = :sid FOR UPDATE NOWAIT"), {"sid": sid})
+        with app.engine.connect() as other:  # committed: free again
+            other.execute(text("SELECT id FROM sagas WHERE id = :sid FOR UPDATE NOWAIT"), {"sid": sid})
