@@ -1,6 +1,7 @@
 """The prebuilt statements behind a saga's records, on SQLite and PostgreSQL: an artifact is
-written once whoever stores it first, a saga's state is read outside any transaction, and the
-steps `start_execution` returns are the rows a fresh read finds, in position order."""
+written once whoever stores it first, a saga's state is read outside any transaction, the
+steps `start_execution` returns are the rows a fresh read finds, in position order, and a saga
+found by its whole id is locked by the statement that finds it."""
 
 from __future__ import annotations
 
