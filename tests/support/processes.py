@@ -14,6 +14,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.pool import NullPool
+
 PRESSROOM = str(Path(sys.executable).parent / "pressroom")
 
 
@@ -109,8 +112,21 @@ def submit(
     return str(cli_json(env, *args)["saga_id"])
 
 
+_STATE = text("SELECT state FROM sagas WHERE id = :saga_id")
+_READERS: dict[str, Engine] = {}
+
+
 def saga_state(env: dict[str, str], saga_id: str) -> str:
-    return str(cli_json(env, "status", saga_id)["state"])
+    """The saga's stored state, read from its database directly. A wait polls this every
+    0.2 s, and a `pressroom status` process each time would take a core of this machine
+    from the processes under test (`pressroom status` has tests of its own). Each read
+    opens its own connection, so a test that restarts the server is read across it."""
+    url = env["PRESSROOM_DATABASE_URL"]
+    engine = _READERS.get(url) or _READERS.setdefault(url, create_engine(url, poolclass=NullPool))
+    with engine.connect() as conn:
+        state = conn.execute(_STATE, {"saga_id": saga_id}).scalar()
+    assert state is not None, f"no saga {saga_id} in {url}"
+    return str(state)
 
 
 @contextlib.contextmanager
