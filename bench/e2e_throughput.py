@@ -11,7 +11,8 @@ off. Processes, all started by this script as the shipped CLI: `pressroom
 relay` and `pressroom worker` (its default pools unless `--pool` and
 `--concurrency` are given), which with no `--queues` is two worker processes:
 the role queues (researcher, writer, reviewer) in one process on a threads
-pool of 4, and the publisher in a process of its own on its threads pool of 8. The bench process submits and approves through `orchestrator.services`
+pool of 4, and the publisher in a process of its own on its threads pool of
+16. The bench process submits and approves through `orchestrator.services`
 (the calls the CLI and the API make), as `dana` and `erin`.
 
 Per mix, after a warm-up of `--warmup` sagas (not counted), `--sagas` sagas
@@ -693,6 +694,10 @@ def broker(workdir: Path) -> Iterator[str]:
 
 
 def explain(opts: argparse.Namespace, meta: dict[str, Any]) -> str:
+    from orchestrator.core.config import Settings
+    from orchestrator.entrypoints.worker_pools import PUBLISHER_CONCURRENCY, ROLE_CONCURRENCY
+
+    limit = Settings.model_fields["destination_concurrency"].default
     flags = " ".join(
         [f"--pool {opts.pool}"] * bool(opts.pool)
         + [f"--concurrency {opts.concurrency}"] * bool(opts.concurrency)
@@ -700,13 +705,14 @@ def explain(opts: argparse.Namespace, meta: dict[str, Any]) -> str:
     roles = (
         f"researcher, writer and reviewer in one process (`{flags}`)"
         if flags
-        else "researcher, writer and reviewer in one process on its default threads pool of 4"
+        else f"researcher, writer and reviewer in one process on its default threads pool of {ROLE_CONCURRENCY}"
     )
     return (
         f"Redis broker ({meta.get('broker_kind', 'a redis-server of its own')}) and a fresh database on the local"
         " PostgreSQL server, tracing off. Processes started by the bench with the shipped CLI:"
         f" `pressroom relay` and `pressroom worker{' ' + flags if flags else ''}`, which without `--queues` is"
-        f" two worker processes — {roles}, the publisher in its own on its default threads pool of 8"
+        f" two worker processes — {roles}, the publisher in its own on its default threads pool of"
+        f" {PUBLISHER_CONCURRENCY}, at most {limit} calls to one destination at once"
         f" ({meta.get('worker_processes', '?')} worker processes counted under it at the"
         f" end). The bench process submits {opts.sagas} sagas per mix back to back through"
         " `services.submit` (sample corpus) and a thread approves each as soon as it is `ready-for-review`"

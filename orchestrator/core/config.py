@@ -37,8 +37,10 @@ class Settings(BaseSettings):
     )
     destination_timeout: float = Field(default=10.0, gt=0)
     # At most this many publish calls in flight to one destination per worker process;
-    # a saga's destinations are published concurrently.
-    destination_concurrency: int = Field(default=4, ge=1, le=64)
+    # a saga's destinations are published concurrently. Half the publisher's default
+    # pool (`worker_pools.PUBLISHER_CONCURRENCY`), so one slow destination leaves the
+    # other half of its threads to the others.
+    destination_concurrency: int = Field(default=8, ge=1, le=64)
     lease_seconds: float = Field(default=60.0, gt=0)
     max_attempts: int = Field(default=5, ge=1, description="lease recoveries before a saga fails")
     approval_ttl: float = Field(default=24 * 3600.0, gt=0, description="default approval expiry, seconds")

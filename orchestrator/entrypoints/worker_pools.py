@@ -31,8 +31,10 @@ ROLE_QUEUES = tuple(q for q in QUEUES if q != PUBLISHER)
 # Threads, not processes: a publish is mostly waiting on a destination.
 PUBLISHER_POOL = "threads"
 # Each thread holds at most one publish in flight; the process's database pool
-# (`db_pool_size`: 2 connections per thread) is shared by its threads.
-PUBLISHER_CONCURRENCY = 8
+# (`db_pool_size`: 2 connections per thread) is shared by its threads. Twice the
+# default `PRESSROOM_DESTINATION_CONCURRENCY`: one slow destination may take at
+# most half of the threads, and the other half stay free for the other destinations.
+PUBLISHER_CONCURRENCY = 16
 ROLE_POOL = "threads"
 ROLE_CONCURRENCY = 4
 # What one thread of a threads pool holds at once: its message's unit of work and a tool

@@ -40,6 +40,10 @@ def is_postgres(url: str) -> bool:
     return url.startswith("postgresql")
 
 
+# Connections a PostgreSQL pool opens beyond its size under load (closed again when returned).
+POOL_OVERFLOW = 5
+
+
 def make_engine(url: str, *, upgrade: bool = True, connect_retry: float = 3.0, pool_size: int = 5) -> Engine:
     """An engine for `url`, with the schema upgraded on first use (unless `upgrade` is False)."""
     if is_sqlite(url):
@@ -54,7 +58,7 @@ def make_engine(url: str, *, upgrade: bool = True, connect_retry: float = 3.0, p
     else:
         # No pre-ping (a round trip on every checkout): a connection broken by a
         # server restart fails its one operation, which the lease or the relay retries.
-        engine = create_engine(url, pool_size=pool_size, max_overflow=5, pool_recycle=300)
+        engine = create_engine(url, pool_size=pool_size, max_overflow=POOL_OVERFLOW, pool_recycle=300)
         outage.retry_connect(engine, connect_retry)
     if upgrade:
         create_schema(engine)
@@ -189,6 +193,7 @@ def unit_of_work(engine: Engine) -> Iterator[UnitOfWork]:
 
 
 __all__ = [
+    "POOL_OVERFLOW",
     "UnitOfWork",
     "create_schema",
     "dispose_all",

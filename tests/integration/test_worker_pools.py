@@ -89,7 +89,7 @@ def test_default_worker_runs_the_publisher_in_its_own_threads_pool_process(
     publisher_spans = " ".join(sorted(by_service["pressroom-worker-publisher"]))
     assert "publisher" in publisher_spans, publisher_spans
     text = worker.output()
-    assert "concurrency: 8 (thread)" in text, text[-3000:]
+    assert "concurrency: 16 (thread)" in text, text[-3000:]
     assert "(solo)" in text, text[-3000:]
 
 
@@ -134,7 +134,7 @@ def test_by_default_the_role_queues_run_on_four_threads_and_sagas_finish(
         wait_until(lambda s=sid: saga_state(env, s) == "succeeded", timeout=180, what="succeeded")
     text = worker.output()
     assert "concurrency: 4 (thread)" in text, text[-3000:]
-    assert "concurrency: 8 (thread)" in text, text[-3000:]
+    assert "concurrency: 16 (thread)" in text, text[-3000:]
 
 
 def test_sagas_waiting_for_a_slow_destination_do_not_hold_the_publishers_threads(
