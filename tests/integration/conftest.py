@@ -15,6 +15,15 @@ import pytest
 from tests.support import record_check
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def either_db_url(request: pytest.FixtureRequest, sqlite_url: str) -> str:
+    """A database URL, once for a SQLite file and once for a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        return sqlite_url
+    url: str = request.getfixturevalue("pg_url")
+    return url
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "record_edited: the test edits saga rows behind the events on purpose")
 

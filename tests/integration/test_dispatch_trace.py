@@ -28,17 +28,9 @@ TASK = next(t for t, q in TASKS.items() if q == "writer")
 READ_TRACE_CONTEXT = "SELECT sagas.trace_context"
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db_url(request: pytest.FixtureRequest, sqlite_url: str) -> str:
-    if request.param == "sqlite":
-        return sqlite_url
-    url: str = request.getfixturevalue("pg_url")
-    return url
-
-
 @pytest.fixture
-def app(db_url: str, tmp_path: Path) -> Iterator[Any]:
-    app = make_app(db_url, tmp_path, broker_url="none://")
+def app(either_db_url: str, tmp_path: Path) -> Iterator[Any]:
+    app = make_app(either_db_url, tmp_path, broker_url="none://")
     assert not trace.get_current_span().get_span_context().is_valid, "no trace is current here"
     yield app
     app.close()

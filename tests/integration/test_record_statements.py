@@ -27,14 +27,6 @@ from tests.integration.helpers import make_app, ready_saga, wait_for_a_lock_wait
 DRAFT = Draft(title="Branches", markdown="# Branches\n\nThe bookmobile came first.\n", citations=())
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db_url(request: pytest.FixtureRequest, sqlite_url: str) -> str:
-    if request.param == "sqlite":
-        return sqlite_url
-    url: str = request.getfixturevalue("pg_url")
-    return url
-
-
 def _submitted(url: str, tmp_path: Path, corpus: Path) -> tuple[Any, str]:
     """An app with no broker (nothing runs the roles) and a saga just submitted on it."""
     app = make_app(url, tmp_path, broker_url="none://")
@@ -50,9 +42,9 @@ def _artifacts(app, digest: str) -> int:  # type: ignore[no-untyped-def]
 
 
 def test_an_artifact_stored_twice_is_one_row_and_loads_as_it_was_stored(
-    db_url: str, tmp_path: Path, corpus: Path
+    either_db_url: str, tmp_path: Path, corpus: Path
 ) -> None:
-    app, sid = _submitted(db_url, tmp_path, corpus)
+    app, sid = _submitted(either_db_url, tmp_path, corpus)
     with unit_of_work(app.engine) as uow:
         first = store_artifact(uow.session, sid, "draft", DRAFT)
         again = store_artifact(uow.session, sid, "draft", DRAFT)  # in the same transaction
@@ -95,21 +87,21 @@ def test_on_postgresql_two_writers_of_one_artifact_both_commit_and_leave_one_row
 
 
 def test_a_sagas_state_is_read_in_one_statement_and_a_missing_saga_is_not_found(
-    db_url: str, tmp_path: Path, corpus: Path
+    either_db_url: str, tmp_path: Path, corpus: Path
 ) -> None:
-    app, sid = _submitted(db_url, tmp_path, corpus)
+    app, sid = _submitted(either_db_url, tmp_path, corpus)
     assert records.state_of(app.engine, sid) is SagaState.PREPARING
     with pytest.raises(NotFound, match="no saga"):
         records.state_of(app.engine, "f" * 32)
 
 
 def test_start_execution_returns_the_rows_a_fresh_read_finds_in_position_order(
-    db_url: str, tmp_path: Path, corpus: Path
+    either_db_url: str, tmp_path: Path, corpus: Path
 ) -> None:
     dests = ["memory:z", "memory:b", "memory:a"]  # listed against the order of their names
-    app = make_app(db_url, tmp_path)
+    app = make_app(either_db_url, tmp_path)
     sid = ready_saga(app, corpus, dests)["saga_id"]
-    quiet = make_app(db_url, tmp_path, broker_url="none://")  # nothing runs the publisher
+    quiet = make_app(either_db_url, tmp_path, broker_url="none://")  # nothing runs the publisher
     digest = services.approve(quiet, sid, version=1, actor="erin")["version_digest"]
     with unit_of_work(quiet.engine) as uow:
         saga = records.load_saga(uow.session, sid, lock=True)
@@ -143,9 +135,9 @@ def _saga_reads(app: Any, sid: str, prefix: str) -> list[str]:
 
 
 def test_a_saga_found_by_its_whole_id_is_locked_in_the_statement_that_finds_it(
-    db_url: str, tmp_path: Path, corpus: Path
+    either_db_url: str, tmp_path: Path, corpus: Path
 ) -> None:
-    app, sid = _submitted(db_url, tmp_path, corpus)
+    app, sid = _submitted(either_db_url, tmp_path, corpus)
     whole = _saga_reads(app, sid, sid)
     # A prefix: tried as a whole id (no row), matched unlocked, then its saga locked.
     by_prefix = _saga_reads(app, sid, sid[:8])
