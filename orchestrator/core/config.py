@@ -39,7 +39,8 @@ class Settings(BaseSettings):
     # At most this many publish calls in flight to one destination per worker process;
     # a saga's destinations are published concurrently. Half the publisher's default
     # pool (`worker_pools.PUBLISHER_CONCURRENCY`), so one slow destination leaves the
-    # other half of its threads to the others.
+    # other half of its threads to the others; unless set, a worker with a smaller
+    # threads pool takes half of its own (`worker_pools.destination_limit`).
     destination_concurrency: int = Field(default=8, ge=1, le=64)
     lease_seconds: float = Field(default=60.0, gt=0)
     max_attempts: int = Field(default=5, ge=1, description="lease recoveries before a saga fails")

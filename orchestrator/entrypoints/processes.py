@@ -11,6 +11,7 @@ import click
 from orchestrator.core.errors import InvalidInput
 from orchestrator.core.routing import QUEUES
 from orchestrator.entrypoints.worker_pools import (
+    PUBLISHER,
     PUBLISHER_CONCURRENCY,
     ROLE_CONCURRENCY,
     ROLE_QUEUES,
@@ -18,6 +19,7 @@ from orchestrator.entrypoints.worker_pools import (
     db_pool_size,
     default_concurrency,
     default_pool,
+    destination_limit,
     shares_publisher,
 )
 
@@ -73,11 +75,14 @@ def _worker(queues: str | None, concurrency: int | None, pool: str | None, logle
 
 
 def sized_settings(settings: Settings, pool: str, concurrency: int) -> Settings:
-    """`settings` with the database pool this worker process needs (`db_pool_size`)."""
-    connections = db_pool_size(
-        pool, concurrency, settings.db_pool_size, explicit="db_pool_size" in settings.model_fields_set
+    """`settings` with the database pool this worker process needs (`db_pool_size`) and the
+    share of its threads one destination may take (`destination_concurrency`)."""
+    given = settings.model_fields_set
+    connections = db_pool_size(pool, concurrency, settings.db_pool_size, explicit="db_pool_size" in given)
+    limit = destination_limit(
+        pool, concurrency, settings.destination_concurrency, explicit="destination_concurrency" in given
     )
-    return settings.model_copy(update={"db_pool_size": connections})
+    return settings.model_copy(update={"db_pool_size": connections, "destination_concurrency": limit})
 
 
 def _run_celery_worker(names: list[str], concurrency: int, pool: str, loglevel: str, settings: Any) -> int:
@@ -87,6 +92,13 @@ def _run_celery_worker(names: list[str], concurrency: int, pool: str, loglevel: 
 
     set_worker_queues(names)
     sized = sized_settings(settings, pool, concurrency)
+    if PUBLISHER in names:
+        limit = sized.destination_concurrency
+        click.echo(
+            f"publisher: at most {limit} call{'s' * (limit != 1)} in flight to one destination "
+            f"from this process (PRESSROOM_DESTINATION_CONCURRENCY; pool: {pool} × {concurrency})",
+            err=True,
+        )
     use_app_factory(lambda: build_app(sized))
     if pool != "prefork":
         start_tracing("pressroom-worker-" + "-".join(names), settings)

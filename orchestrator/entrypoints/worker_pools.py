@@ -65,6 +65,16 @@ def db_pool_size(pool: str, concurrency: int, configured: int, *, explicit: bool
     return max(configured, CONNECTIONS_PER_THREAD * concurrency)
 
 
+def destination_limit(pool: str, concurrency: int, configured: int, *, explicit: bool) -> int:
+    """The publish calls one destination may have in flight from this worker process:
+    `PRESSROOM_DESTINATION_CONCURRENCY` when set; else, on a threads pool, its default but
+    never more than half the threads, so a slow destination leaves the other half to the
+    others however small the pool."""
+    if explicit or pool != "threads":
+        return configured
+    return min(configured, max(1, concurrency // 2))
+
+
 def shares_publisher(queues: list[str]) -> bool:
     """True when the publisher queue would share a worker with a role queue."""
     return PUBLISHER in queues and len(queues) > 1
@@ -122,6 +132,7 @@ class PublisherChild:
 
 __all__ = [
     "CONNECTIONS_PER_THREAD",
+    "PUBLISHER",
     "PUBLISHER_CONCURRENCY",
     "PUBLISHER_POOL",
     "ROLE_CONCURRENCY",
@@ -130,6 +141,7 @@ __all__ = [
     "PublisherChild",
     "db_pool_size",
     "default_concurrency",
+    "destination_limit",
     "default_pool",
     "shares_publisher",
 ]

@@ -90,6 +90,7 @@ def test_default_worker_runs_the_publisher_in_its_own_threads_pool_process(
     assert "publisher" in publisher_spans, publisher_spans
     text = worker.output()
     assert "concurrency: 16 (thread)" in text, text[-3000:]
+    assert "publisher: at most 8 calls in flight to one destination" in text, text[-3000:]
     assert "(solo)" in text, text[-3000:]
 
 
@@ -140,7 +141,8 @@ def test_by_default_the_role_queues_run_on_four_threads_and_sagas_finish(
 def test_sagas_waiting_for_a_slow_destination_do_not_hold_the_publishers_threads(
     tmp_path: Path, pg_url: str, redis_url: str, corpus: Path
 ) -> None:
-    """A publisher of two threads, one turn at a stalled webhook: the other webhook
+    """A publisher of two threads, so one turn at a destination (half its pool, with
+    PRESSROOM_DESTINATION_CONCURRENCY unset), and a stalled webhook: the other webhook
     sagas park instead of waiting on a thread, and a site-only saga approved after
     them is published while the webhook still holds its first POST."""
     env = base_env(
@@ -149,17 +151,17 @@ def test_sagas_waiting_for_a_slow_destination_do_not_hold_the_publishers_threads
         PRESSROOM_LEASE_SECONDS="120",  # longer than the stall: no lease runs out in this test
         PRESSROOM_RELAY_POLL="0.2",
         PRESSROOM_DESTINATION_TIMEOUT="90",
-        PRESSROOM_DESTINATION_CONCURRENCY="1",
     )
     procs = Processes(env, tmp_path)
     with WebhookServer("stall", stall_seconds=90.0) as hook:
         try:
             procs.relay()
             procs.worker(queues="researcher,writer,reviewer")
-            procs.start(
+            publisher = procs.start(
                 "publisher", PRESSROOM, "worker", "--queues", "publisher", "--pool", "threads",
                 "--concurrency", "2",
             )  # fmt: skip
+            wait_until(lambda: "at most 1 call in flight" in publisher.output(), timeout=60, what="its limit")
             dest = f"webhook:{hook.url}"
             hooked = [submit(env, corpus, f"site:{tmp_path / f'hooked-{i}'}", dest) for i in range(3)]
             local = submit(env, corpus, f"site:{tmp_path / 'local'}")

@@ -6,7 +6,12 @@ import pytest
 
 from orchestrator.core.config import Settings
 from orchestrator.entrypoints.processes import sized_settings
-from orchestrator.entrypoints.worker_pools import CONNECTIONS_PER_THREAD, db_pool_size
+from orchestrator.entrypoints.worker_pools import (
+    CONNECTIONS_PER_THREAD,
+    PUBLISHER_CONCURRENCY,
+    db_pool_size,
+    destination_limit,
+)
 
 
 def test_a_threads_pool_keeps_connections_for_every_thread() -> None:
@@ -32,3 +37,22 @@ def test_a_pool_size_out_of_range_is_refused(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv("PRESSROOM_DB_POOL_SIZE", "0")
     with pytest.raises(ValueError, match="db_pool_size"):
         Settings()
+
+
+def test_one_destination_takes_at_most_half_of_a_threads_pool_unless_set() -> None:
+    assert destination_limit("threads", 16, 8, explicit=False) == 8
+    assert destination_limit("threads", 32, 8, explicit=False) == 8  # never above the default
+    assert destination_limit("threads", 4, 8, explicit=False) == 2
+    assert destination_limit("threads", 1, 8, explicit=False) == 1
+    assert destination_limit("threads", 4, 6, explicit=True) == 6  # the operator's setting wins
+    assert destination_limit("solo", 1, 8, explicit=False) == 8
+
+
+def test_the_worker_settings_size_the_destination_limit_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("PRESSROOM_DESTINATION_CONCURRENCY", raising=False)
+    assert sized_settings(Settings(), "threads", PUBLISHER_CONCURRENCY).destination_concurrency == 8
+    assert sized_settings(Settings(), "threads", 6).destination_concurrency == 3
+    monkeypatch.setenv("PRESSROOM_DESTINATION_CONCURRENCY", "5")
+    assert sized_settings(Settings(), "threads", 6).destination_concurrency == 5
