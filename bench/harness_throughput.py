@@ -22,6 +22,12 @@ calls/s (n / wall time of the loop), median and p99 per call, and the ratio
 bare throughput / harness throughput (how many times slower the harness
 path is). Tracing is off (no exporter configured).
 
+Two references, not proposals: `corpus.read` through the harness with its one
+write (the read's event and budget charge) replaced by nothing, which is what
+the in-memory path costs; and, on PostgreSQL, one `publish`'s wall time split
+into its statements, its commits and the Python between them (SQLAlchemy's
+cursor and commit events, in a pass of its own on fresh sagas).
+
 With the optional `bench` extra installed (DBOS Transact), one DBOS step is
 timed too, on a fresh database of the same PostgreSQL server, once before the
 PostgreSQL calls and once after (`bench/_dbos_noop.py --latency`: one thread,
@@ -61,6 +67,8 @@ from _common import (  # noqa: E402
 )
 
 TITLE = "Harness throughput"
+UNRECORDED = "harness, record replaced by nothing (reference)"
+WARM = 20  # warm-up calls per path, not timed
 MARKDOWN = "# The Millbrook library network\n\nA short history of its branches and the bookmobile [1].\n"
 
 
@@ -203,6 +211,68 @@ def measure(
     ]
 
 
+def publish_phases(engine: Any, calls: list[Callable[[], None]], warm: int) -> list[list[object]]:
+    """Where one harness `publish` spends its wall time, from SQLAlchemy's events on `engine`:
+    each statement from its send to its result, each commit, and the Python between them.
+    Timed in a pass of its own (the event hooks cost a little), on fresh sagas."""
+    from sqlalchemy import event
+
+    marks: list[tuple[str, float]] = []
+
+    def stamp_before(_c: Any, _cur: Any, statement: str, *_: Any) -> None:
+        marks.append((" ".join(statement.split()[:3])[:48], time.perf_counter()))
+
+    def stamp_after(*_: Any) -> None:
+        marks.append(("", time.perf_counter()))
+
+    def stamp_commit(*_: Any) -> None:
+        marks.append(("COMMIT", time.perf_counter()))
+
+    hooks = (
+        ("before_cursor_execute", stamp_before),
+        ("after_cursor_execute", stamp_after),
+        ("commit", stamp_commit),
+    )
+    for name, fn in hooks:
+        event.listen(engine, name, fn)
+    series: dict[str, list[float]] = {}
+    order: list[str] = []
+    try:
+        for i, call in enumerate(calls):
+            marks.clear()
+            started = time.perf_counter()
+            call()
+            ended = time.perf_counter()
+            if i < warm:
+                continue
+            segments: list[tuple[str, float]] = []
+            previous, at = "", started
+            for what, t in marks + [("the answer", ended)]:
+                if what == "":
+                    name = f"`{previous} …`, sent → result"
+                else:
+                    done = "the commit, then Python" if previous == "COMMIT" else "Python"
+                    shown = (
+                        "the commit" if what == "COMMIT" else what if what == "the answer" else f"`{what} …`"
+                    )
+                    name = f"{done}, before {shown}"
+                segments.append((name, t - at))
+                previous = what or previous
+                at = t
+            labels = [f"{k + 1:2d}. {name}" for k, (name, _) in enumerate(segments)]
+            if not order:
+                order = labels
+            if labels != order:
+                continue  # not the same sequence (a retry, say): not summed into the phases
+            for name, (_, seconds) in zip(labels, segments, strict=True):
+                series.setdefault(name, []).append(seconds)
+            series.setdefault("total", []).append(ended - started)
+    finally:
+        for name, fn in hooks:
+            event.remove(engine, name, fn)
+    return [[name, len(values), fmt_ms(Stats(name, values).median)] for name, values in series.items()]
+
+
 def building_blocks(label: str, engine: Any, n: int = 300) -> list[list[object]]:
     """What one short read session, one read on an open session and one commit cost here."""
     from sqlmodel import Session
@@ -244,6 +314,7 @@ def run_database(
     workdir: Path,
     opts: argparse.Namespace,
     blocks: list[list[object]],
+    phases: list[list[object]],
 ) -> list[dict[str, Any]]:
     from orchestrator.bootstrap import build_app
     from orchestrator.core.config import Settings
@@ -264,7 +335,7 @@ def run_database(
         )
     )
     destination = f"memory:bench-{uuid.uuid4().hex[:8]}"
-    warm = 20
+    warm = WARM
     counter = Counter(app.engine)
     results: list[dict[str, Any]] = []
     try:
@@ -291,10 +362,22 @@ def run_database(
             )
             spec.executor(ctx, model)  # type: ignore[misc]
 
+        # Reference, not a proposal: the same call with the harness's one write (the read's event
+        # and budget charge) replaced by nothing, to show what the in-memory path costs on its own.
+        store = app.harness.store
+
+        def read_unrecorded() -> None:
+            store.record_event = lambda **_: uuid.uuid4().hex
+            try:
+                read_harness()
+            finally:
+                del store.record_event  # the class's method again
+
         n = opts.n_read + warm
         variants: list[Variant] = [
             ("bare executor", [read_bare] * n),
             ("harness", [read_harness] * n),
+            (UNRECORDED, [read_unrecorded] * n),
         ]
         results += measure(label, "corpus.read (read only)", variants, warm, counter)
 
@@ -341,6 +424,9 @@ def run_database(
         ]
         results += measure(label, "publish (high risk, memory:)", variants, warm, counter)
         assert store.effects - before == len(sagas), "every publish applied exactly once"
+        if label == "PostgreSQL":
+            extra = seed_publish_sagas(app, opts.n_publish + warm, destination)
+            phases.extend(publish_phases(app.engine, [publish_harness(*sg) for sg in extra], WARM))
         blocks.extend(building_blocks(label, app.engine))
     finally:
         app.close()
@@ -367,14 +453,15 @@ def main() -> None:
     workdir = Path(tempfile.mkdtemp(prefix="bench-harness-"))
     results: list[dict[str, Any]] = []
     blocks: list[list[object]] = []
+    phases: list[list[object]] = []
     started = time.monotonic()
     load = os.getloadavg()[0]
     try:
         path = workdir / "bench.db"
-        results += run_database("SQLite", f"sqlite:///{path}", workdir, opts, blocks)
+        results += run_database("SQLite", f"sqlite:///{path}", workdir, opts, blocks, phases)
         dbos_step()
         with pg_database("pressroom_bench_harness") as url:
-            results += run_database("PostgreSQL", url, workdir, opts, blocks)
+            results += run_database("PostgreSQL", url, workdir, opts, blocks, phases)
         dbos_step()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -419,10 +506,13 @@ def main() -> None:
         rows,
     )
     blocks_table = table(["database", "building block", "n", "median ms", "p99 ms"], blocks)
+    phases_table = table(["PostgreSQL: one harness `publish`, in order", "n", "median ms"], phases)
     against = dbos_table(results, dbos)
     print(out)
     print()
     print(blocks_table)
+    print()
+    print(phases_table)
     if against:
         print()
         print(against)
@@ -444,7 +534,11 @@ pre-execute transaction (approval consumed, hash-chained checkpoint, ledger `pen
 the record transaction (ledger `done`, result event, step receipt, saga `approved → executing`). The bare
 `publish` calls use other sagas seeded the same way. Calls/s is n over the loop's wall time; the paths
 run in alternating blocks of 50 calls; *slowdown* is bare calls/s ÷ path calls/s and *median ratio* the
-path's median ÷ the bare median (1.00× for the baseline).
+path's median ÷ the bare median (1.00× for the baseline). *{UNRECORDED}* is a reference, not a
+proposal: the same `Harness.call` with the store's `record_event` (the read's one transaction: its event
+and its budget charge) swapped for a function that returns an id, so what is left is the in-memory path
+— bounded parse, schema, capabilities and policy, the executor, the phase spans (tracing off) and the
+answer.
 
 *SQL statements / call* and *connections / call* are counted with SQLAlchemy events on the app's engine
 (`before_cursor_execute`: on SQLite this includes the explicit `BEGIN`; a connection is a pool checkout —
@@ -456,6 +550,16 @@ sessions; PostgreSQL's pool has no pre-ping: a checkout is a connection taken fr
 What the pieces cost on the same engines (measured after the calls above, 300 samples each):
 
 {blocks_table}
+
+Where one harness `publish` on PostgreSQL spends its wall time, in order: a pass of its own after the calls
+above, on {opts.n_publish} fresh sagas after {WARM} warm-up calls, stamped with SQLAlchemy's
+`before_cursor_execute`, `after_cursor_execute` and `commit` events on the app's engine (so *sent → result*
+is the driver's execute: the round trip and the server's work; a transaction's `BEGIN` goes out with its
+first statement; the `commit` event fires just before the driver's commit, so the row after it holds the
+commit's round trip and WAL flush, then the Python up to the next statement; row 1 includes the pool checkout).
+Medians of each row, so the rows need not add up to the total's median exactly:
+
+{phases_table}
 """
     if against:
         body += f"""
