@@ -364,14 +364,14 @@ def run_database(
 
         # Reference, not a proposal: the same call with the harness's one write (the read's event
         # and budget charge) replaced by nothing, to show what the in-memory path costs on its own.
-        store = app.harness.store
+        harness_store = app.harness.store
 
         def read_unrecorded() -> None:
-            store.record_event = lambda **_: uuid.uuid4().hex
+            harness_store.record_event = lambda **_: uuid.uuid4().hex  # type: ignore[method-assign]
             try:
                 read_harness()
             finally:
-                del store.record_event  # the class's method again
+                del harness_store.record_event  # the class's method again
 
         n = opts.n_read + warm
         variants: list[Variant] = [
