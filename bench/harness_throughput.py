@@ -426,7 +426,7 @@ def run_database(
         assert store.effects - before == len(sagas), "every publish applied exactly once"
         if label == "PostgreSQL":
             extra = seed_publish_sagas(app, opts.n_publish + warm, destination)
-            phases.extend(publish_phases(app.engine, [publish_harness(*sg) for sg in extra], WARM))
+            phases.extend(publish_phases(app.engine, [publish_harness(*sg) for sg in extra], warm))
         blocks.extend(building_blocks(label, app.engine))
     finally:
         app.close()
@@ -554,8 +554,8 @@ What the pieces cost on the same engines (measured after the calls above, 300 sa
 Where one harness `publish` on PostgreSQL spends its wall time, in order: a pass of its own after the calls
 above, on {opts.n_publish} fresh sagas after {WARM} warm-up calls, stamped with SQLAlchemy's
 `before_cursor_execute`, `after_cursor_execute` and `commit` events on the app's engine (so *sent → result*
-is the driver's execute: the round trip and the server's work; a transaction's `BEGIN` goes out with its
-first statement; the `commit` event fires just before the driver's commit, so the row after it holds the
+is the driver's execute: the round trip and the server's work; a transaction's `BEGIN` is a round trip of
+its own inside its first statement's execute; the `commit` event fires just before the driver's commit, so the row after it holds the
 commit's round trip and WAL flush, then the Python up to the next statement; row 1 includes the pool checkout).
 Medians of each row, so the rows need not add up to the total's median exactly:
 
