@@ -695,9 +695,12 @@ def broker(workdir: Path) -> Iterator[str]:
 
 def explain(opts: argparse.Namespace, meta: dict[str, Any]) -> str:
     from orchestrator.core.config import Settings
-    from orchestrator.entrypoints.worker_pools import PUBLISHER_CONCURRENCY, ROLE_CONCURRENCY
+    from orchestrator.entrypoints.processes import sized_settings
+    from orchestrator.entrypoints.worker_pools import PUBLISHER_CONCURRENCY, PUBLISHER_POOL, ROLE_CONCURRENCY
 
-    limit = Settings.model_fields["destination_concurrency"].default
+    # The limit the publisher child works out for itself (the bench sets no PRESSROOM_ variable).
+    defaults = Settings.model_construct()
+    limit = sized_settings(defaults, PUBLISHER_POOL, PUBLISHER_CONCURRENCY).destination_concurrency
     flags = " ".join(
         [f"--pool {opts.pool}"] * bool(opts.pool)
         + [f"--concurrency {opts.concurrency}"] * bool(opts.concurrency)

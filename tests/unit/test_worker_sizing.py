@@ -41,7 +41,7 @@ def test_a_pool_size_out_of_range_is_refused(monkeypatch: pytest.MonkeyPatch) ->
 
 def test_one_destination_takes_at_most_half_of_a_threads_pool_unless_set() -> None:
     assert destination_limit("threads", 16, 8, explicit=False) == 8
-    assert destination_limit("threads", 32, 8, explicit=False) == 8  # never above the default
+    assert destination_limit("threads", 32, 8, explicit=False) == 8  # never above the configured limit
     assert destination_limit("threads", 4, 8, explicit=False) == 2
     assert destination_limit("threads", 1, 8, explicit=False) == 1
     assert destination_limit("threads", 4, 6, explicit=True) == 6  # the operator's setting wins
