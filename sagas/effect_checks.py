@@ -11,7 +11,7 @@ event naming the reason; nothing reaches a destination.
 - `publish_bound` also checks the bytes (`check_bytes`), from the same read:
   the sha256 of the markdown about to be sent, recomputed now, equals the
   approved version digest (a row edited behind Pressroom's back is not
-  published).
+  published); the digest covers the title too (`check_title`).
 - `within_roots`: a `site:`/`git:` destination, resolved now (symlinks
   followed), lies in `PRESSROOM_ALLOWED_ROOTS` when that is set.
 
@@ -29,7 +29,7 @@ from sqlalchemy import Connection, Table, bindparam, select
 from sqlmodel import Session
 
 from orchestrator.core.errors import Refused
-from orchestrator.harness.digests import business_key, text_digest
+from orchestrator.harness.digests import business_key, text_digest, version_digest
 from orchestrator.store.tables import SagaRow, StepRow, VersionRow
 from sagas.machine import SagaState
 
@@ -64,18 +64,22 @@ _FAILED_STEP = (
     .order_by(_STEPS.c.position)
     .limit(1)
 )
-# Everything `publish_bound` reads, in one statement: the saga, the version the digest names
-# (with its bytes; null when the saga has none) and its first failed step.
+# Everything `publish_bound` reads, in one statement: the saga, its head version (number,
+# digest and bytes; null before the first) and its first failed step. The version is found by
+# its number (the head's) and then its digest is compared: two versions may hold the same bytes
+# (an edit taken back, a rejected edit redrafted), so a digest alone names no version.
 _PUBLISH_READ = (
     select(
         *_SAGA.selected_columns,
         _VERSIONS.c.number,
+        _VERSIONS.c.digest,
+        _VERSIONS.c.title,
         _VERSIONS.c.markdown,
         _FAILED_STEP.scalar_subquery().label("failed"),
     )
     .select_from(
         _SAGAS.outerjoin(
-            _VERSIONS, (_VERSIONS.c.saga_id == _SAGAS.c.id) & (_VERSIONS.c.digest == bindparam("digest"))
+            _VERSIONS, (_VERSIONS.c.saga_id == _SAGAS.c.id) & (_VERSIONS.c.number == _SAGAS.c.head_version)
         )
     )
     .where(_SAGAS.c.id == bindparam("saga_id"))
@@ -123,18 +127,14 @@ def _known(number: int | None, saga_id: str, digest: str) -> int:
 
 
 def publish_bound(session: Session, saga_id: str, destination: str, digest: str) -> None:
-    """`publish` names a destination of an approved or executing saga, and its head version,
-    whose bytes hash, now, to the digest: one read."""
-    saga = _held(
-        _reads(session).execute(_PUBLISH_READ, {"saga_id": saga_id, "digest": digest}).first(),
-        saga_id,
-        destination,
-    )
+    """`publish` names a destination of an approved or executing saga, and the digest of its
+    head version, whose bytes hash, now, to that digest: one read."""
+    saga = _held(_reads(session).execute(_PUBLISH_READ, {"saga_id": saga_id}).first(), saga_id, destination)
     if SagaState(saga.state) not in PUBLISH_STATES:
         raise Refused(
             f"saga {saga.id} is {saga.state}; publishing needs approved or executing", saga_id=saga.id
         )
-    if _known(saga.number, saga.id, digest) != saga.head_version:
+    if saga.number is None or saga.digest != digest:
         raise Refused(f"digest {digest[:12]}… is not the head version of saga {saga.id}", saga_id=saga.id)
     # Halted: nothing more is published in this execution, whoever calls.
     if saga.cancel_requested_by:
@@ -143,7 +143,7 @@ def publish_bound(session: Session, saga_id: str, destination: str, digest: str)
         )
     if saga.failed is not None:
         raise Refused(f"saga {saga.id}: step {saga.failed} failed; nothing more is published until a retry")
-    check_bytes(saga.markdown, digest, version=saga.number)
+    check_bytes(saga.markdown, digest, version=saga.number, title=saga.title)
 
 
 def status_bound(session: Session, saga_id: str, destination: str, digest: str) -> None:
@@ -178,12 +178,25 @@ def compensate_bound(session: Session, saga_id: str, destination: str, digest: s
         )
 
 
-def check_bytes(markdown: str, digest: str, *, version: int) -> None:
-    actual = text_digest(markdown)
+def check_bytes(markdown: str, digest: str, *, version: int, title: str) -> None:
+    """What will be published, its title and its markdown, gives the approved digest
+    (`digests.version_digest`)."""
+    check_title(title, markdown, digest, version=version)
+    actual = version_digest(title, markdown)
     if actual != digest:
         raise Refused(
             f"integrity: the bytes of version {version} hash to {actual[:12]}…, not the approved "
             f"digest {digest[:12]}…; nothing was sent",
+            version=version,
+        )
+
+
+def check_title(title: str, markdown: str, digest: str, *, version: int) -> None:
+    """The markdown is the approved one but the title beside it is not: say so."""
+    if version_digest(title, markdown) != digest and text_digest(markdown) == digest:
+        raise Refused(
+            f"integrity: the title of version {version} ({title[:60]!r}) is not the approved one "
+            f"(digest {digest[:12]}…); nothing was sent",
             version=version,
         )
 

@@ -132,7 +132,9 @@ class PublishingTools:
             )
         # Once more with the very bytes and path about to be used: the intent's
         # checks ran in another transaction, a moment ago.
-        effect_checks.check_bytes(published.markdown, args.version_digest, version=published.version)
+        effect_checks.check_bytes(
+            published.markdown, args.version_digest, version=published.version, title=published.title
+        )
         effect_checks.within_roots(args.destination, self.roots)
         dest = self.open_destination(args.destination)
         started = time.monotonic()
@@ -225,8 +227,9 @@ class PublishingTools:
 
 
 # What the executor reads before the effect, in one statement: the saga's state, destinations
-# and head, the version the call names (with its bytes) and the approver of its latest consumed
-# approval (the person the publish runs under).
+# and head, the head version found by its number (with its digest, to compare with the call's,
+# and its bytes) and the approver of its latest consumed approval (the person the publish runs
+# under). A digest alone names no version: two versions may hold the same bytes.
 _SAGAS: Table = SagaRow.__table__  # type: ignore[attr-defined]
 _VERSIONS: Table = VersionRow.__table__  # type: ignore[attr-defined]
 _APPROVALS: Table = ApprovalRow.__table__  # type: ignore[attr-defined]
@@ -234,6 +237,7 @@ _APPROVER = (
     sa_select(_APPROVALS.c.approver)
     .where(
         _APPROVALS.c.saga_id == _SAGAS.c.id,
+        _APPROVALS.c.version == _SAGAS.c.head_version,
         _APPROVALS.c.version_digest == bindparam("digest"),
         _APPROVALS.c.consumed_at.is_not(None),
     )
@@ -247,13 +251,14 @@ _PUBLISH_INPUTS = (
         _SAGAS.c.destinations,
         _SAGAS.c.head_version,
         _VERSIONS.c.number,
+        _VERSIONS.c.digest,
         _VERSIONS.c.title,
         _VERSIONS.c.markdown,
         _APPROVER.label("approver"),
     )
     .select_from(
         _SAGAS.outerjoin(
-            _VERSIONS, and_(_VERSIONS.c.saga_id == _SAGAS.c.id, _VERSIONS.c.digest == bindparam("digest"))
+            _VERSIONS, and_(_VERSIONS.c.saga_id == _SAGAS.c.id, _VERSIONS.c.number == _SAGAS.c.head_version)
         )
     )
     .where(_SAGAS.c.id == bindparam("saga_id"))
@@ -265,13 +270,16 @@ def _published_version(args: PublishArgs, found: Sequence[Any] | None) -> Publis
     if found is None:
         raise NotFound(f"no saga {args.saga_id!r}", saga_id=args.saga_id)
     values: tuple[Any, ...] = tuple(found)
-    state, destinations, head, number, title, markdown, approver = values
+    state, destinations, head, number, digest, title, markdown, approver = values
     if args.destination not in destinations:
         raise InvalidInput(f"{args.destination} is not a destination of saga {args.saga_id}")
     if number is None:
-        raise InvalidInput(f"saga {args.saga_id} has no version with digest {args.version_digest[:12]}…")
-    if number != head:
-        raise Refused(f"version {number} is not the head of saga {args.saga_id}")
+        raise InvalidInput(f"saga {args.saga_id} has no version {head}")
+    if digest != args.version_digest:
+        raise Refused(
+            f"digest {args.version_digest[:12]}… is not that of version {number}, the head of saga "
+            f"{args.saga_id}"
+        )
     if state not in (SagaState.APPROVED, SagaState.EXECUTING):
         raise Refused(f"saga {args.saga_id} is {state}; publishing needs approved or executing")
     return PublishedVersion(

@@ -14,7 +14,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from orchestrator.core.errors import InvalidInput, NotFound
-from orchestrator.harness.digests import text_digest
+from orchestrator.harness.digests import version_digest
 from orchestrator.store.db import one_read
 from orchestrator.store.harness_store import add_event
 from orchestrator.store.tables import ApprovalRow, SagaRow, StepRow, VersionRow, utcnow
@@ -159,7 +159,7 @@ def add_version(
     row = VersionRow(
         saga_id=saga.id,
         number=saga.head_version + 1,
-        digest=text_digest(markdown),
+        digest=version_digest(title, markdown),
         title=title,
         author=author,
         markdown=markdown,

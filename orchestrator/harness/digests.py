@@ -21,6 +21,29 @@ def text_digest(text: str) -> str:
     return sha256_hex(text.encode("utf-8"))
 
 
+def markdown_title(markdown: str) -> str | None:
+    """The text of the markdown's first `# ` heading line, stripped; None without one."""
+    for line in markdown.splitlines():
+        if line.startswith("# "):
+            return line[2:].strip() or None
+    return None
+
+
+def version_digest(title: str, markdown: str) -> str:
+    """The digest of what a version publishes: its title and its markdown.
+
+    When the title is the markdown's own first `# ` heading, the markdown's bytes hold
+    it, and the digest is `text_digest(markdown)` (every drafted version). Otherwise the
+    title is published beside the markdown, so the digest is sha256 over the canonical
+    JSON `[title, markdown]`. The two forms cannot meet: canonical JSON is one line that
+    starts with `[`, which has no `# ` heading. Either way a title changed after approval
+    no longer gives the approved digest.
+    """
+    if markdown_title(markdown) == title:
+        return text_digest(markdown)
+    return sha256_hex(canonical_json([title, markdown]))
+
+
 def args_digest(arguments: Any) -> str:
     return sha256_hex(canonical_json(arguments))
 
@@ -34,4 +57,12 @@ def business_key(saga_id: str, destination: str, version_digest: str) -> str:
     return "pub-" + sha256_hex(canonical_json([saga_id, destination, version_digest]))[:40]
 
 
-__all__ = ["args_digest", "business_key", "canonical_json", "sha256_hex", "text_digest"]
+__all__ = [
+    "args_digest",
+    "business_key",
+    "canonical_json",
+    "markdown_title",
+    "sha256_hex",
+    "text_digest",
+    "version_digest",
+]
