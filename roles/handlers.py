@@ -28,13 +28,10 @@ from outbox.messages import ArtifactRef, Handoff
 from roles.artifacts import Evidence
 from roles.llm_planner import planner_for
 from roles.planners import ResearchPlanner, ReviewPlanner, WriterPlanner
-from roles.tools import load_artifact, store_artifact
+from roles.tools import MACHINE_AUTHORS, load_artifact, person_author, store_artifact
 from sagas import records
 from sagas.machine import SagaEvent, SagaState
 from telemetry import names
-
-# Versions the writer made; any other author is a person whose text is never redrafted.
-MACHINE_AUTHORS = frozenset({"writer"})
 
 
 @dataclass(frozen=True)
@@ -209,14 +206,16 @@ def draft_handler(ports: RolePorts, handoff: Handoff, holder: str) -> Finalizer:
         saga = records.load_saga(s, handoff.saga_id, lock=True)
         body = load_artifact(s, draft_digest)
         head = records.head(s, saga)
-        if head is not None and head.markdown == body["markdown"] and handoff.note and head.review:
-            # A person's note the writer cannot act on: say so; do not mint an identical version.
+        if head is not None and head.markdown == body["markdown"] and head.review:
+            # A note or findings the writer cannot act on: say so; do not mint an identical version.
+            what = "the rejection" if handoff.note else "the review's findings"
             records.transition(
                 s,
                 saga,
                 SagaEvent.REVISION_UNCHANGED,
                 actor="writer",
-                reason="the writer could not act on the rejection; change the text with `pressroom edit`",
+                reason=f"the writer could not act on {what} (the deterministic writer removes the "
+                "sentences of the citations named, e.g. [2]); change the text with `pressroom edit`",
             )
             return
         version = records.add_version(
@@ -275,14 +274,17 @@ def review_handler(ports: RolePorts, handoff: Handoff, holder: str) -> Finalizer
             records.transition(s, saga, SagaEvent.REVIEW_PASSED, actor="reviewer", detail={"version": number})
             return
         rules = sorted({f["rule"] for f in report["findings"] if f.get("severity", "error") == "error"})
-        if row.author not in MACHINE_AUTHORS:
-            # A person's words are never overwritten: the approver reads the findings, the person may edit again.
+        person = row.author if row.author not in MACHINE_AUTHORS else person_author(s, saga.id, upto=number)
+        if person is not None:
+            # A person's words (or the writer's revision of them) are never written again from the
+            # evidence: the approver reads the findings, a person may edit again or reject.
+            whose = f"{row.author}'s" if person == row.author else f"the writer's revision of {person}'s"
             records.transition(
                 s,
                 saga,
                 SagaEvent.REVIEW_REPORTED,
                 actor="reviewer",
-                reason=f"the automated review of {row.author}'s version {number} requests changes "
+                reason=f"the automated review of {whose} version {number} requests changes "
                 f"({', '.join(rules)}); approve it as it is or edit again",
                 detail={"version": number},
             )

@@ -24,17 +24,19 @@ from sqlmodel import Session
 
 from orchestrator.core.errors import InvalidInput, NotFound
 from orchestrator.harness.declare import read_only, reversible_write
-from orchestrator.harness.digests import text_digest
+from orchestrator.harness.digests import text_digest, version_digest
 from orchestrator.harness.spec import ToolContext, ToolSpec
 from orchestrator.store.db import one_read, unit_of_work
-from orchestrator.store.tables import ArtifactRow, SagaRow, utcnow
+from orchestrator.store.tables import ArtifactRow, SagaRow, VersionRow, utcnow
 from roles.artifacts import Artifact, Draft, Evidence, Finding, SourceFile
 from roles.corpus import load_corpus, read_source
+from roles.headings import Outline, outline
 from roles.index import CorpusIndexes
 from roles.injection import assess
 from roles.ranking import collect_evidence
 from roles.reviewing import review
-from roles.writing import PERSON_REJECTED, write_draft
+from roles.revising import NothingLeft, revise, ruled_out
+from roles.writing import DROP_QUOTE_RULES, PERSON_REJECTED, NothingToWrite, write_draft
 from sagas import records
 
 DIGEST = r"^[0-9a-f]{64}$"
@@ -45,6 +47,7 @@ _SAGA_BASICS = select(_SAGAS.c.brief, _SAGAS.c.corpus, _SAGAS.c.created_at).wher
     _SAGAS.c.id == bindparam("saga_id")
 )
 _ARTIFACTS: Table = ArtifactRow.__table__  # type: ignore[attr-defined]
+_VERSIONS: Table = VersionRow.__table__  # type: ignore[attr-defined]
 # An artifact is its digest's: written once, whoever comes first (no read before, no ORM flush).
 _STORE_ARTIFACT = {
     name: dialect_insert(_ARTIFACTS).on_conflict_do_nothing(index_elements=[_ARTIFACTS.c.digest])
@@ -180,16 +183,40 @@ class RoleTools:
             previous = None
             if head is not None and (findings or args.note):
                 previous = Draft(title=head.title, markdown=head.markdown, citations=tuple(head.citations))
-            draft = write_draft(
-                saga.brief, evidence, findings=findings or None, previous=previous, link_hosts=self.link_hosts
-            )
+            if previous is not None and (args.note or person_author(s, saga.id, upto=saga.head_version)):
+                # A rejection, or text a person wrote: revise the head's own text, never restart
+                # from the evidence (that would drop the person's words).
+                draft = _revised(previous, findings)
+            else:
+                draft = write_draft(
+                    saga.brief,
+                    evidence,
+                    findings=findings or None,
+                    previous=previous,
+                    link_hosts=self.link_hosts,
+                    outlines=self._outlines(Path(saga.corpus), evidence),
+                )
             digest = store_artifact(s, saga.id, "draft", draft)
         return {
             "draft_digest": digest,
             "title": draft.title,
-            "version_digest": text_digest(draft.markdown),
+            "version_digest": version_digest(draft.title, draft.markdown),
             "citations": len(draft.citations),
         }
+
+    def _outlines(self, root: Path, evidence: Evidence) -> dict[str, Outline]:
+        """Each cited source's headings, read at the digest the evidence holds (a source that
+        changed since, or cannot be read, gives none: its sections are named otherwise)."""
+        read = self._reader(root)
+        outlines: dict[str, Outline] = {}
+        for source, digest in sorted({(p.source, p.source_digest) for p in evidence.passages}):
+            try:
+                found = read(source)
+            except (InvalidInput, NotFound, OSError):
+                continue
+            if found.digest == digest:
+                outlines[source] = outline(found.text)
+        return outlines
 
     def review(self, ctx: ToolContext, args: ReviewArgs) -> dict[str, Any]:
         with unit_of_work(self.engine) as uow:
@@ -244,6 +271,37 @@ class RoleTools:
                 key=lambda a: f"review-{a.saga_id}-{a.version}-{a.version_digest[:16]}",
             ),
         ]
+
+
+# Versions the writer made; any other author is a person whose text is never redrafted.
+MACHINE_AUTHORS = frozenset({"writer"})
+
+
+def person_author(session: Session, saga_id: str, *, upto: int) -> str | None:
+    """The first person (not the writer) who wrote one of the saga's versions up to `upto`:
+    a text that descends from a person's is revised in place, never written again."""
+    query = (
+        select(_VERSIONS.c.author)
+        .where(
+            _VERSIONS.c.saga_id == saga_id,
+            _VERSIONS.c.number <= upto,
+            _VERSIONS.c.author.not_in(sorted(MACHINE_AUTHORS)),
+        )
+        .order_by(_VERSIONS.c.number)
+        .limit(1)
+    )
+    author = session.connection().execute(query).scalar()
+    return None if author is None else str(author)
+
+
+def _revised(previous: Draft, findings: list[Finding]) -> Draft:
+    """The head less the sentences the findings rule out; the head itself when none is named."""
+    try:
+        return revise(previous, ruled_out(findings, previous, DROP_QUOTE_RULES))
+    except NothingLeft:
+        raise NothingToWrite(
+            "nothing to write: the rejection or the findings rule out every cited sentence of the head version"
+        ) from None
 
 
 def note_findings(note: str) -> list[Finding]:
