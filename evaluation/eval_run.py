@@ -23,6 +23,7 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from evaluation import eval_dimensions as dims
+from evaluation.coherence import incoherent
 from evaluation.eval_measures import injections_reached, loop_counts, unsupported_sentences, verbatim_quotes
 from evaluation.eval_probes import Faults, RoleTimer, ToolPathRecorder, quiet
 from orchestrator import services
@@ -212,6 +213,7 @@ def _outputs(app: App, saga_id: str, brief: str, corpus: Path, store: MemoryStor
         "suspicious": [p.text for p in evidence.suspicious],
         "verbatim": found,
         "unsupported": unsupported_sentences(markdown) if markdown else [],
+        "incoherent": incoherent(markdown, citations, corpus) if markdown else [],
     }
 
 

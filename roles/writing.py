@@ -6,15 +6,20 @@ marker in a closing ``## Sources`` section. Sentences that contain the brief's
 terms come first (scored with the same BM25 as the researcher's ranking). The
 layout is a ``# Title`` derived from the brief, a lede paragraph with the best
 sentence (and the best from a second source when there is enough evidence),
-then one ``##`` section per source for up to three sources, each with
-paragraphs of one to three sentences in source order.
+then sections from up to three sources, each with paragraphs of one to three
+sentences in source order.
 
 Context is kept: a sentence that opens with a reference to an earlier one
 ("It", "They", "This", "Before that" …) is quoted together with the
 sentence before it in its passage, or not at all when it opens the
-passage. No section heading repeats the title (a neutral ``Source N``
-instead), and the sections follow the order in which the brief names what
-they are about (the first brief term that tells the sources apart).
+passage. A section's heading is the one its sentences sit under in their
+source (`roles.headings`), so a heading never stands over a paragraph about
+something else; a source with no usable heading of its own is named by the
+brief's terms its sentence holds, or by its file name, and a sentence nothing
+names joins the section before. No heading is a placeholder (``Source 1``) or
+repeats the title, one heading is one section, and the sources follow the
+order in which the brief names what they are about (the first brief term that
+tells the sources apart).
 
 A revision passes the reviewer's findings and the previous draft: a finding on
 a citation or paragraph drops the quotes it names, a changed source drops that
@@ -28,7 +33,7 @@ No I/O here.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import PurePosixPath
@@ -38,6 +43,7 @@ from orchestrator.core.errors import InvalidInput
 from orchestrator.harness.links import LinkPolicy, foreign_links
 from roles.artifacts import Citation, Draft, Evidence, Finding, Passage
 from roles.corpus import sentence_spans
+from roles.headings import Outline, from_brief, heading_at, usable
 from roles.injection import assess, foreign_urls
 from roles.ranking import query_terms, score_texts
 from roles.reviewing import (
@@ -123,9 +129,13 @@ def write_draft(
     findings: Sequence[Finding] | None = None,
     previous: Draft | None = None,
     link_hosts: frozenset[str] = frozenset(),
+    outlines: Mapping[str, Outline] | None = None,
 ) -> Draft:
     """Write (or, with `findings` and `previous`, revise) a draft from the evidence.
 
+    `outlines` holds each source's headings (`roles.headings.outline`, read at the
+    digest the evidence cites): a section is headed by the heading its sentences sit
+    under in their source.
     A sentence carrying a link or URL to a host outside `link_hosts`
     (`PRESSROOM_LINK_HOSTS`) is never quoted, even when the brief names it.
     Raises `NothingToWrite` when no sentence can be cited. Same inputs, same draft.
@@ -141,7 +151,7 @@ def write_draft(
             suspicious=len(evidence.suspicious),
         )
     title = title_from_brief(brief)
-    lede, sections = _plan(sentences, brief, title)
+    lede, sections = _plan(sentences, brief, title, outlines or {})
     return _render(title, lede, sections)
 
 
@@ -273,8 +283,8 @@ def _quotable(quote: str, brief: str, links: LinkPolicy) -> bool:
 
 
 def _plan(
-    sentences: list[_Sentence], brief: str, title: str
-) -> tuple[list[_Sentence], list[tuple[str, list[_Sentence]]]]:
+    sentences: list[_Sentence], brief: str, title: str, outlines: Mapping[str, Outline]
+) -> tuple[list[_Sentence], list[tuple[str | None, list[_Sentence]]]]:
     """The lede sentences and, per source, the section's sentences: the best-ranked sources,
     in the order the brief names what they are about."""
     ordered = sorted(sentences, key=_Sentence.key)
@@ -288,14 +298,35 @@ def _plan(
     sources = sorted({s.source for s in rest}, key=lambda src: min(s.rank for s in rest if s.source == src))
     picked = sources[:MAX_SECTIONS]
     order = _term_order(brief, {src: [s.quote for s in rest if s.source == src] for src in picked})
-    sections: list[tuple[str, list[_Sentence]]] = []
+    sections: list[tuple[str | None, list[_Sentence]]] = []
     for source in sorted(picked, key=lambda src: (order[src], picked.index(src))):
         own = [s for s in rest if s.source == source]
         chosen = own[:SENTENCES_PER_PARAGRAPH]
         chosen += [s for s in own[SENTENCES_PER_PARAGRAPH:] if s.matched]
         chosen = chosen[:MAX_SENTENCES_PER_SECTION]
-        sections.append((_heading(source, len(sections) + 1, title), sorted(chosen, key=lambda s: s.offset)))
+        for heading, group in _under_headings(chosen, outlines.get(source, ()), brief, title):
+            same = next((group for name, group in sections if name is not None and name == heading), None)
+            if same is not None:
+                same.extend(group)  # one heading, one section, whichever source says it
+            elif sections and heading is None:
+                sections[-1][1].extend(group)  # nothing names it: it joins the section before
+            else:
+                sections.append((heading, group))
     return lede, sections
+
+
+def _under_headings(
+    chosen: list[_Sentence], found: Outline, brief: str, title: str
+) -> list[tuple[str | None, list[_Sentence]]]:
+    """One source's sentences, in source order, grouped by the heading each sits under there."""
+    groups: list[tuple[str | None, list[_Sentence]]] = []
+    for sentence in sorted(chosen, key=lambda s: s.offset):
+        own = heading_at(found, sentence.offset)
+        if groups and groups[-1][0] == own:
+            groups[-1][1].append(sentence)
+        else:
+            groups.append((own, [sentence]))
+    return [(_heading(own, group, brief, title), group) for own, group in groups]
 
 
 def _term_order(brief: str, texts: dict[str, list[str]]) -> dict[str, int]:
@@ -313,14 +344,17 @@ def _term_order(brief: str, texts: dict[str, list[str]]) -> dict[str, int]:
     return order
 
 
-def _heading(source: str, number: int, title: str = "") -> str:
-    """A section heading from the file name; a neutral one when the name will not do
-    (it would read as an instruction, or repeat the title or the Sources heading)."""
-    words = re.split(r"[\s_.-]+", PurePosixPath(source).stem)
-    heading = _title_case([w for w in words if w])
-    repeats = {_words(SOURCES_HEADING), _words(title)}
-    usable = heading and _words(heading) not in repeats and not assess(heading)
-    return heading if usable else f"Source {number}"
+def _heading(own: str | None, group: list[_Sentence], brief: str, title: str) -> str | None:
+    """The heading the sentences sit under in their source; else the brief's terms they hold;
+    else the source's file name when that names something; None when nothing will do (the
+    sentences then join the section before). Never a placeholder, never the title again."""
+    avoid = (title, SOURCES_HEADING)
+    if usable(own, avoid=avoid):
+        return own
+    if named := from_brief(brief, [s.quote for s in group], avoid=avoid):
+        return named
+    stem = _title_case([w for w in re.split(r"[\s_.-]+", PurePosixPath(group[0].source).stem) if w])
+    return stem if usable(stem, avoid=avoid) and not any(c.isdigit() for c in stem) else None
 
 
 def _words(text: str) -> tuple[str, ...]:
@@ -334,7 +368,7 @@ def _paragraphs(sentences: list[_Sentence]) -> list[list[_Sentence]]:
     return [sentences[i : i + size] for i in range(0, len(sentences), size)] if size else []
 
 
-def _render(title: str, lede: list[_Sentence], sections: list[tuple[str, list[_Sentence]]]) -> Draft:
+def _render(title: str, lede: list[_Sentence], sections: list[tuple[str | None, list[_Sentence]]]) -> Draft:
     citations: list[Citation] = []
 
     def cite(sentences: list[_Sentence]) -> str:
@@ -348,11 +382,9 @@ def _render(title: str, lede: list[_Sentence], sections: list[tuple[str, list[_S
         return " ".join(parts)
 
     lines = [f"# {title}", "", cite(lede), ""]
-    used_headings: set[str] = set()
     for heading, sentences in sections:
-        shown = heading if heading not in used_headings else f"{heading} ({sentences[0].source})"
-        used_headings.add(shown)
-        lines += [f"## {shown}", ""]
+        if heading is not None:
+            lines += [f"## {heading}", ""]
         for paragraph in _paragraphs(sentences):
             lines += [cite(paragraph), ""]
     lines += [f"## {SOURCES_HEADING}", ""]

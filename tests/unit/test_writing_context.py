@@ -134,4 +134,5 @@ def test_sections_follow_the_order_of_the_brief_terms() -> None:
     draft = write_draft("The bookmobile, the riverside branch and the book sale", evidence)
 
     headings = [b.text for b in parse_blocks(draft.markdown) if b.kind == "heading"][1:-1]
-    assert headings == ["Mobile", "Riverside", "Sale"]
+    # Named by the brief's terms the sources hold ("Bookmobile" would repeat the title: the file's name).
+    assert headings == ["Mobile", "Riverside Branch", "Book Sale"]
