@@ -35,6 +35,8 @@ def _read_umask() -> int:
 # Read once at import: os.umask() is process-wide, so reading it later could
 # race with another thread creating a file.
 _UMASK = _read_umask()
+# The mode a plain `open()` gives a new file: published pages are meant to be served.
+PUBLIC_FILE_MODE = 0o666 & ~_UMASK
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -45,7 +47,7 @@ def atomic_write(path: Path, data: bytes) -> None:
     """
     fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        os.fchmod(fd, 0o666 & ~_UMASK)
+        os.fchmod(fd, PUBLIC_FILE_MODE)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
@@ -94,4 +96,11 @@ def exclusive_lock(lock_file: Path) -> Iterator[None]:
         os.close(fd)  # closing the descriptor releases the lock
 
 
-__all__ = ["atomic_write", "atomic_write_json", "durable_unlink", "exclusive_lock", "read_json"]
+__all__ = [
+    "PUBLIC_FILE_MODE",
+    "atomic_write",
+    "atomic_write_json",
+    "durable_unlink",
+    "exclusive_lock",
+    "read_json",
+]

@@ -22,14 +22,16 @@ import httpx
 import pytest
 
 from orchestrator.core.errors import InvalidInput, MaybeApplied, NotApplied
-from sagas.destinations import site as site_module
+from sagas.destinations import pinned
 from sagas.destinations.base import Destination, PublishedVersion
 from sagas.destinations.memory import MemoryDestination, memory_store, reset_memory_stores
 from sagas.destinations.registry import open_destination
 from sagas.destinations.webhook import receipt_of
+from sagas.destinations.webhook_urls import WebhookAllow
 from tests.support.webhook_server import WebhookServer
 
 TIMEOUT = 10.0
+LOOPBACK = WebhookAllow.parse("127.0.0.1")  # the test receivers' address, allowed as a deployment would
 SHORT_TIMEOUT = 0.5
 
 
@@ -95,20 +97,21 @@ def harness(
         reset_memory_stores()
     elif kind == "site":
         folder = tmp_path / "site"
-        writes = [0]
-        real_write = site_module.atomic_write
+        seen: set[tuple[str, int, int]] = set()
 
-        def counting_write(path: Path, data: bytes) -> None:
-            writes[0] += 1
-            real_write(path, data)
-
-        monkeypatch.setattr(site_module, "atomic_write", counting_write)
+        def site_effects() -> int:
+            # Every file the adapter puts in place is a new inode (written, then renamed in).
+            for path in folder.rglob("*") if folder.exists() else ():
+                if path.is_file() and path.name != "lock":
+                    st = path.stat()
+                    seen.add((str(path), st.st_ino, st.st_mtime_ns))
+            return len(seen)
 
         def site_present(key: str, version: PublishedVersion) -> bool:
-            page = folder / "quarterly-report.md"
-            return page.exists() and page.read_text("utf-8") == version.markdown
+            pages = folder.glob("quarterly-report-*.md") if folder.exists() else ()
+            return any(page.read_text("utf-8") == version.markdown for page in pages)
 
-        yield Harness(open_destination(f"site:{folder}", timeout=TIMEOUT), lambda: writes[0], site_present)
+        yield Harness(open_destination(f"site:{folder}", timeout=TIMEOUT), site_effects, site_present)
     elif kind == "git":
         repo = tmp_path / "repo"
 
@@ -126,7 +129,7 @@ def harness(
     else:
         with WebhookServer() as server:
             yield Harness(
-                open_destination(f"webhook:{server.url}", timeout=TIMEOUT),
+                open_destination(f"webhook:{server.url}", timeout=TIMEOUT, webhook_allow=LOOPBACK),
                 lambda: server.apply_count,
                 lambda key, version: server.applied.get(key, {}).get("markdown") == version.markdown,
             )
@@ -213,18 +216,21 @@ def test_an_invalid_key_is_refused_before_any_effect(harness: Harness, key: str)
 
 # -- site: -------------------------------------------------------------------------
 
+SAGA_1_TAG = hashlib.sha256(b"saga-1").hexdigest()[:8]  # "saga-1" is not hex: its hash tags its page
+
 
 def test_site_page_bytes_hash_to_the_version_digest(tmp_path: Path) -> None:
     version = make_version(body="Caf\u00e9 <b>bold</b> & more")
     receipt = open_destination(f"site:{tmp_path}", timeout=TIMEOUT).publish("k1", version)
     page = Path(receipt["path"])
-    assert page == (tmp_path / "quarterly-report.md").resolve()
+    name = f"quarterly-report-{SAGA_1_TAG}"
+    assert page == (tmp_path / f"{name}.md").resolve() and receipt["page"] == name
     assert hashlib.sha256(page.read_bytes()).hexdigest() == version.version_digest == receipt["sha256"]
     html = Path(receipt["html"]).read_text("utf-8")
     assert "<title>Quarterly Report</title>" in html
     assert "&lt;b&gt;bold&lt;/b&gt;" in html and "<b>" not in html
     index = (tmp_path / "index.html").read_text("utf-8")
-    assert '<a href="quarterly-report.html">Quarterly Report</a>' in index
+    assert f'<a href="{name}.html">Quarterly Report</a>' in index
     assert not list(tmp_path.rglob("*.tmp")), "no temp files left behind"
 
 
@@ -233,13 +239,14 @@ def test_site_compensation_restores_the_previous_page(tmp_path: Path) -> None:
     old, new = make_version(body="old text"), make_version(body="new text", version=2)
     receipt_old = dest.publish("k-old", old)
     receipt_new = dest.publish("k-new", new)
-    page = tmp_path / "quarterly-report.md"
+    page = Path(receipt_new["path"])
+    assert page == Path(receipt_old["path"]), "a saga's next version replaces its own page"
     assert page.read_text("utf-8") == new.markdown
     dest.compensate("k-new", receipt_new)
     assert page.read_text("utf-8") == old.markdown
-    assert "old text" in (tmp_path / "quarterly-report.html").read_text("utf-8")
+    assert "old text" in Path(receipt_old["html"]).read_text("utf-8")
     dest.compensate("k-old", receipt_old)
-    assert not page.exists() and not (tmp_path / "quarterly-report.html").exists()
+    assert not page.exists() and not Path(receipt_old["html"]).exists()
     assert "quarterly-report" not in (tmp_path / "index.html").read_text("utf-8")
 
 
@@ -249,45 +256,52 @@ def test_site_compensating_an_older_publish_keeps_the_newer_page(tmp_path: Path)
     receipt_old = dest.publish("k-old", old)
     dest.publish("k-new", new)
     dest.compensate("k-old", receipt_old)
-    assert (tmp_path / "quarterly-report.md").read_text("utf-8") == new.markdown
+    assert Path(receipt_old["path"]).read_text("utf-8") == new.markdown
     assert dest.status("k-old").kind == "absent"
     assert dest.status("k-new").kind == "applied"
 
 
-def test_site_a_failed_write_is_undone_and_reported_not_applied(
+def test_site_a_failed_rename_is_undone_and_reported_not_applied(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     dest = open_destination(f"site:{tmp_path}", timeout=TIMEOUT)
     old = make_version(body="old text")
-    dest.publish("k-old", old)
-    real_write = site_module.atomic_write
+    receipt = dest.publish("k-old", old)
+    real_move = pinned.Folder.move
+    failed: list[str] = []
 
-    def failing_write(path: Path, data: bytes) -> None:
-        if path.suffix == ".html":
+    def failing_move(self: pinned.Folder, src: str, dst: str, into: pinned.Folder | None = None) -> None:
+        if dst == Path(receipt["html"]).name and self.path == str(tmp_path.resolve()) and not failed:
+            failed.append(dst)  # once: the live page's .html, when its .md is in place already
             raise OSError(28, "No space left on device")
-        real_write(path, data)
+        real_move(self, src, dst, into)
 
-    monkeypatch.setattr(site_module, "atomic_write", failing_write)
-    with pytest.raises(NotApplied):
+    monkeypatch.setattr(pinned.Folder, "move", failing_move)
+    with pytest.raises(NotApplied, match="undone"):
         dest.publish("k-new", make_version(body="new text", version=2))
-    assert (tmp_path / "quarterly-report.md").read_text("utf-8") == old.markdown
+    assert Path(receipt["path"]).read_text("utf-8") == old.markdown
+    assert "old text" in Path(receipt["html"]).read_text("utf-8")
     assert dest.status("k-new").kind == "absent"
+    assert failed and not list(tmp_path.rglob("*.tmp"))
+    assert not (tmp_path / ".pressroom" / "previous" / "k-new").exists()
 
 
 def test_site_a_traversing_slug_stays_inside_the_folder(tmp_path: Path) -> None:
     folder = tmp_path / "site"
     version = make_version().model_copy(update={"slug": "../../etc"})
     receipt = open_destination(f"site:{folder}", timeout=TIMEOUT).publish("k1", version)
-    assert Path(receipt["path"]) == (folder / "etc.md").resolve()
-    assert not (tmp_path / "etc.md").exists()
+    assert Path(receipt["path"]) == (folder / f"etc-{SAGA_1_TAG}.md").resolve()
+    assert not list(tmp_path.glob("etc*")) and not (tmp_path / "etc.md").exists()
 
 
 def test_site_concurrent_publishes_to_one_folder_all_reach_the_index(tmp_path: Path) -> None:
     errors: list[BaseException] = []
+    sagas = [uuid.uuid4().hex for _ in range(6)]
 
     def publish(n: int) -> None:
         try:
-            open_destination(f"site:{tmp_path}", timeout=TIMEOUT).publish(f"k{n}", make_version(f"Page {n}"))
+            version = make_version(f"Page {n}").model_copy(update={"saga_id": sagas[n]})
+            open_destination(f"site:{tmp_path}", timeout=TIMEOUT).publish(f"k{n}", version)
         except BaseException as exc:  # reported below, not swallowed
             errors.append(exc)
 
@@ -298,7 +312,7 @@ def test_site_concurrent_publishes_to_one_folder_all_reach_the_index(tmp_path: P
         thread.join()
     assert errors == []
     index = (tmp_path / "index.html").read_text("utf-8")
-    assert all(f'<a href="page-{n}.html">Page {n}</a>' in index for n in range(6))
+    assert all(f'<a href="page-{n}-{sagas[n][:8]}.html">Page {n}</a>' in index for n in range(6))
 
 
 def test_site_path_that_is_a_file_is_not_applied(tmp_path: Path) -> None:
@@ -438,7 +452,9 @@ def test_git_path_that_is_a_file_is_not_applied(tmp_path: Path) -> None:
 
 def test_webhook_posts_exactly_the_protocol_body_with_the_key_header(webhook_server: WebhookServer) -> None:
     version = make_version()
-    receipt = open_destination(f"webhook:{webhook_server.url}", timeout=TIMEOUT).publish("k1", version)
+    receipt = open_destination(
+        f"webhook:{webhook_server.url}", timeout=TIMEOUT, webhook_allow=LOOPBACK
+    ).publish("k1", version)
     [request] = webhook_server.received
     assert request.method == "POST" and request.key == "k1"
     assert request.body == {
@@ -458,7 +474,7 @@ def test_webhook_posts_exactly_the_protocol_body_with_the_key_header(webhook_ser
 
 def test_webhook_4xx_is_not_applied(webhook_server: WebhookServer) -> None:
     webhook_server.set_mode("reject")
-    dest = open_destination(f"webhook:{webhook_server.url}", timeout=TIMEOUT)
+    dest = open_destination(f"webhook:{webhook_server.url}", timeout=TIMEOUT, webhook_allow=LOOPBACK)
     with pytest.raises(NotApplied) as caught:
         dest.publish("k1", make_version())
     assert caught.value.status_code == 422  # type: ignore[attr-defined]
@@ -466,7 +482,9 @@ def test_webhook_4xx_is_not_applied(webhook_server: WebhookServer) -> None:
 
 
 def test_webhook_unreachable_port_is_not_applied_and_status_unknown() -> None:
-    dest = open_destination(f"webhook:http://127.0.0.1:{free_port()}/hook", timeout=SHORT_TIMEOUT)
+    dest = open_destination(
+        f"webhook:http://127.0.0.1:{free_port()}/hook", timeout=SHORT_TIMEOUT, webhook_allow=LOOPBACK
+    )
     with pytest.raises(NotApplied, match="never sent"):
         dest.publish("k1", make_version())
     assert dest.status("k1").kind == "unknown"
@@ -478,7 +496,7 @@ def test_webhook_stall_is_maybe_applied_with_one_post_then_status_resolves(
     webhook_server: WebhookServer,
 ) -> None:
     webhook_server.set_mode("stall")
-    dest = open_destination(f"webhook:{webhook_server.url}", timeout=SHORT_TIMEOUT)
+    dest = open_destination(f"webhook:{webhook_server.url}", timeout=SHORT_TIMEOUT, webhook_allow=LOOPBACK)
     with pytest.raises(MaybeApplied):
         dest.publish("k1", make_version())
     assert webhook_server.posts == 1
@@ -492,7 +510,7 @@ def test_webhook_no_answer_or_5xx_is_maybe_applied(
     webhook_server: WebhookServer, mode: Any, status_after: str
 ) -> None:
     webhook_server.set_mode(mode)
-    dest = open_destination(f"webhook:{webhook_server.url}", timeout=TIMEOUT)
+    dest = open_destination(f"webhook:{webhook_server.url}", timeout=TIMEOUT, webhook_allow=LOOPBACK)
     with pytest.raises(MaybeApplied):
         dest.publish("k1", make_version())
     assert webhook_server.posts == 1
@@ -500,7 +518,7 @@ def test_webhook_no_answer_or_5xx_is_maybe_applied(
 
 
 def test_webhook_without_status_support_answers_unknown(webhook_server: WebhookServer) -> None:
-    dest = open_destination(f"webhook:{webhook_server.url}", timeout=TIMEOUT)
+    dest = open_destination(f"webhook:{webhook_server.url}", timeout=TIMEOUT, webhook_allow=LOOPBACK)
     dest.publish("k1", make_version())
     webhook_server.set_mode("no_status")
     answer = dest.status("k1")

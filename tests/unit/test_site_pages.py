@@ -44,9 +44,9 @@ def _parse(html: str) -> _Links:
     return links
 
 
-def _version(title: str, markdown: str, number: int = 1) -> PublishedVersion:
+def _version(title: str, markdown: str, number: int = 1, saga_id: str = "0" * 32) -> PublishedVersion:
     return PublishedVersion(
-        saga_id="s-1",
+        saga_id=saga_id,
         version=number,
         version_digest=hashlib.sha256(markdown.encode()).hexdigest(),
         title=title,
@@ -75,14 +75,15 @@ def test_the_site_folder_gets_a_stylesheet_once_and_an_index_of_what_is_publishe
     first = dest.publish("k-1", _version("Millbrook", DRAFT))
     assert (tmp_path / "style.css").read_text("utf-8") == STYLESHEET
     (tmp_path / "style.css").write_text("/* the site's own */", encoding="utf-8")
-    second = dest.publish("k-2", _version("Bookmobile", "# Bookmobile\n\nRoutes. [1]\n"))
+    second = dest.publish("k-2", _version("Bookmobile", "# Bookmobile\n\nRoutes. [1]\n", saga_id="1" * 32))
     assert (tmp_path / "style.css").read_text("utf-8") == "/* the site's own */"
     index = _parse((tmp_path / "index.html").read_text("utf-8"))
-    assert index.hrefs == ["bookmobile.html", "millbrook.html"] and index.stylesheets == ["style.css"]
-    page = _parse((tmp_path / "millbrook.html").read_text("utf-8"))
+    assert index.hrefs == ["bookmobile-11111111.html", "millbrook-00000000.html"]
+    assert index.stylesheets == ["style.css"]
+    page = _parse((tmp_path / "millbrook-00000000.html").read_text("utf-8"))
     assert "#source-1" in page.hrefs and "index.html" in page.hrefs
     dest.compensate("k-2", second)
-    assert _parse((tmp_path / "index.html").read_text("utf-8")).hrefs == ["millbrook.html"]
+    assert _parse((tmp_path / "index.html").read_text("utf-8")).hrefs == ["millbrook-00000000.html"]
     dest.compensate("k-1", first)
     emptied = (tmp_path / "index.html").read_text("utf-8")
     assert _parse(emptied).hrefs == [] and "Nothing is published here now." in emptied
