@@ -200,8 +200,11 @@ class Bench:
             PRESSROOM_DATABASE_URL=db_url,
             PRESSROOM_BROKER_URL=broker_url,
             PRESSROOM_SECRET="bench-secret",
+            PRESSROOM_WEBHOOK_ALLOW="127.0.0.1",  # the bench's webhook listens on loopback
         )
-        self.settings = Settings(database_url=db_url, broker_url=broker_url, secret="bench-secret")
+        self.settings = Settings(
+            database_url=db_url, broker_url=broker_url, secret="bench-secret", webhook_allow="127.0.0.1"
+        )
         self.app = build_app(self.settings)  # the schema exists before any process starts
         self.corpus = workdir / "corpus"
         shutil.copytree(CORPUS, self.corpus)

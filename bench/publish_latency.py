@@ -79,8 +79,10 @@ class TimedDestination:
 def open_for_bench(uri: str) -> Any:
     """The real adapter for `uri`, as the app opens it."""
     from sagas.destinations.registry import open_destination
+    from sagas.destinations.webhook_urls import WebhookAllow
 
-    return open_destination(uri, timeout=10.0)
+    # The bench's webhook listens on loopback, which PRESSROOM_WEBHOOK_ALLOW must name.
+    return open_destination(uri, timeout=10.0, webhook_allow=WebhookAllow.parse("127.0.0.1"))
 
 
 def seed(app: Any, uri: str, count: int, tag: str) -> list[tuple[str, str, str, str]]:

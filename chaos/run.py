@@ -140,6 +140,7 @@ class Run:
                 "PRESSROOM_RELAY_POLL": "0.2",
                 "PRESSROOM_RELAY_GRACE": "0.5",
                 "PRESSROOM_DESTINATION_TIMEOUT": str(DESTINATION_TIMEOUT),
+                "PRESSROOM_WEBHOOK_ALLOW": "127.0.0.1",  # the chaos webhook listens on loopback
                 "PRESSROOM_MAX_ATTEMPTS": "10",
                 "PRESSROOM_CONNECT_RETRY": "5",
                 "OTEL_TRACES_EXPORTER": "none",

@@ -1,6 +1,10 @@
 """`submit`: a brief, a corpus and destinations in; a saga preparing, its research queued.
 
 With a request id, a retried submit returns the saga the first one made.
+Destinations are checked here before anything is written: at most
+`PRESSROOM_MAX_DESTINATIONS`, each in its one spelling and named once, and
+each `webhook:` host resolved and refused unless every address is public or
+in `PRESSROOM_WEBHOOK_ALLOW` (checked again at the effect).
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ from orchestrator.store.db import unit_of_work
 from orchestrator.store.harness_store import add_event
 from orchestrator.store.tables import SagaRow, utcnow
 from sagas.destinations.registry import normalise_destination, parse_destination
+from sagas.destinations.webhook import check_host
+from sagas.destinations.webhook_urls import WebhookAllow
 from sagas.machine import SagaState
 from telemetry import propagation
 
@@ -36,6 +42,36 @@ def _within(roots: list[Path], path: Path, what: str) -> None:
     resolved = path.resolve()
     if not any(resolved == r or r in resolved.parents for r in roots):
         raise InvalidInput(f"{what} {path} is outside the allowed roots (PRESSROOM_ALLOWED_ROOTS)")
+
+
+def _checked_destinations(app: App, destinations: list[str], roots: list[Path]) -> list[str]:
+    """The destinations in their stored spelling; `InvalidInput` naming the first one refused."""
+    most = app.settings.max_destinations
+    if len(destinations) > most:
+        raise InvalidInput(
+            f"{len(destinations)} destinations; a saga may have at most {most} (PRESSROOM_MAX_DESTINATIONS)"
+        )
+    destinations = _one_each(
+        [normalise_destination(u, allow_memory=app.memory_destinations) for u in destinations]
+    )
+    allow = WebhookAllow.parse(app.settings.webhook_allow)
+    for uri in destinations:
+        scheme, target = parse_destination(uri)
+        if scheme in ("site", "git"):
+            _within(roots, Path(target).expanduser(), "destination")
+        elif scheme == "webhook":
+            check_host(target, allow)  # and again, resolved anew, when the publish is sent
+    return destinations
+
+
+def _one_each(destinations: list[str]) -> list[str]:
+    """Refuse a destination named twice (after normalising: two spellings of one endpoint)."""
+    seen: set[str] = set()
+    for uri in destinations:
+        if uri in seen:
+            raise InvalidInput(f"destination {uri} is named twice (after normalising its spelling)", uri=uri)
+        seen.add(uri)
+    return destinations
 
 
 def submit(
@@ -73,13 +109,7 @@ def _submit(
         raise InvalidInput("at least one --dest is needed")
     roots = app.settings.roots()
     _within(roots, root, "corpus folder")
-    destinations = [normalise_destination(u, allow_memory=app.memory_destinations) for u in destinations]
-    for uri in destinations:
-        scheme, target = parse_destination(uri)
-        if scheme in ("site", "git"):
-            _within(roots, Path(target).expanduser(), "destination")
-    if len(set(destinations)) != len(destinations):
-        raise InvalidInput("a destination is named twice")
+    destinations = _checked_destinations(app, destinations, roots)
     digest = ""
     if request_id is not None:
         request_id = submit_requests.check_request_id(request_id)

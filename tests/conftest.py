@@ -34,6 +34,11 @@ PRESSROOM = str(Path(sys.executable).parent / "pressroom")
 DEFAULT_PG = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 DEFAULT_REDIS = "redis://127.0.0.1:6379/0"
 DEFAULT_AMQP = "amqp://guest:guest@127.0.0.1:5672//"
+# The suite's webhook receivers listen on 127.0.0.1, a loopback address no webhook may
+# reach unless PRESSROOM_WEBHOOK_ALLOW names it: every Settings built in a test process,
+# and every process `base_env` starts, allow it. Tests of the refusal set their own.
+TEST_WEBHOOK_ALLOW = "127.0.0.1"
+os.environ["PRESSROOM_WEBHOOK_ALLOW"] = TEST_WEBHOOK_ALLOW
 
 
 # Tests from modules using these helpers start relays and workers with short
@@ -199,6 +204,7 @@ class Cli:
 def base_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PRESSROOM_", "OTEL_"))}
     env.update({"PRESSROOM_SECRET": "test-signing-key", "OTEL_TRACES_EXPORTER": "none"})
+    env["PRESSROOM_WEBHOOK_ALLOW"] = TEST_WEBHOOK_ALLOW
     env.update(extra)
     return env
 

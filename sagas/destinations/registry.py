@@ -8,7 +8,9 @@ class with a `form` (how its URI is written, shown in hints), a
 
 `normalise_destination` gives each destination one spelling at submit: a
 `site:`/`git:` path made absolute and normal (`/x`, `//x/` and `/./x` are one
-folder), control and invisible format characters refused, and `memory:`
+folder), a `webhook:` URL canonical (`webhook_urls.canonical_url`: case,
+default port, IDNA, trailing dot, %-escapes, numeric IPv4 spellings; a
+fragment refused), control and invisible format characters refused, and `memory:`
 refused unless the caller enabled it (tests, `pressroom eval`: see
 `bootstrap.build_app(memory_destinations=True)`; no setting turns it on).
 """
@@ -17,13 +19,17 @@ from __future__ import annotations
 
 import os
 import unicodedata
+from collections.abc import Sequence
 from importlib import import_module
-from pathlib import PurePosixPath
-from typing import Any, ClassVar, Protocol, cast
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
 
 from orchestrator.core.errors import InvalidInput
 from sagas.destinations.base import Destination
 from sagas.destinations.slugs import check_key, contained_path, slugify
+
+if TYPE_CHECKING:
+    from sagas.destinations.webhook_urls import WebhookAllow
 
 
 class DestinationKind(Protocol):
@@ -94,6 +100,10 @@ def normalise_destination(uri: str, *, allow_memory: bool = False) -> str:
             f"{uri!r}: memory: destinations exist for tests only; use site:PATH, git:PATH or webhook:URL",
             uri=uri,
         )
+    if scheme == "webhook":
+        from sagas.destinations.webhook_urls import canonical_url
+
+        return f"webhook:{canonical_url(target)}"
     if scheme not in FILE_SCHEMES:
         return f"{scheme}:{target}"
     path = os.path.expanduser(target)
@@ -105,9 +115,18 @@ def normalise_destination(uri: str, *, allow_memory: bool = False) -> str:
     return f"{scheme}:{path}"
 
 
-def open_destination(uri: str, *, timeout: float, link_hosts: frozenset[str] = frozenset()) -> Destination:
+def open_destination(
+    uri: str,
+    *,
+    timeout: float,
+    link_hosts: frozenset[str] = frozenset(),
+    webhook_allow: WebhookAllow | None = None,
+    roots: Sequence[Path] = (),
+) -> Destination:
     """The adapter for `uri`; `timeout` bounds each call that can hang (seconds);
-    `link_hosts` are the hosts a rendered `site:` page may link to."""
+    `link_hosts` are the hosts a rendered `site:` page may link to; `webhook_allow`
+    the non-public hosts a `webhook:` may reach (`PRESSROOM_WEBHOOK_ALLOW`; none when omitted);
+    `roots` the folders a `site:` folder must lie in at the effect (`PRESSROOM_ALLOWED_ROOTS`)."""
     if timeout <= 0:
         raise InvalidInput(f"destination timeout must be positive, got {timeout}", uri=uri)
     scheme, target = parse_destination(uri)
@@ -115,7 +134,12 @@ def open_destination(uri: str, *, timeout: float, link_hosts: frozenset[str] = f
     assert kind is not None  # parse_destination refused unknown schemes
     if scheme == "site":
         site: Any = kind
-        return cast(Destination, site.open(target, uri=uri, timeout=timeout, link_hosts=link_hosts))
+        return cast(
+            Destination, site.open(target, uri=uri, timeout=timeout, link_hosts=link_hosts, roots=roots)
+        )
+    if scheme == "webhook":
+        hook: Any = kind
+        return cast(Destination, hook.open(target, uri=uri, timeout=timeout, allow=webhook_allow))
     return kind.open(target, uri=uri, timeout=timeout)
 
 

@@ -26,17 +26,31 @@ GET with the header: 200 and the receipt, or 404. DELETE with the header:
 200 and forget the key (a later POST applies again), or 404. `delete_mode`
 breaks the undo on its own: `refuse` answers 409 (a definite "not done") and
 deletes nothing; `stall` deletes, then holds the answer like a stalled POST.
+
+`WebhookServer` stores a document before it holds the answer, so its status
+is truthful at every moment and it never burns a key (tests of recovery by
+status rely on that). `ReferenceReceiver` runs the project's reference
+receiver (`examples/webhook_receiver.py`) as a process: a POST is processed
+for `delay` seconds before anything is stored, a status asked meanwhile
+answers 409, and a key answered 404 is burned. Its journal says what it
+applied and undid.
 """
 
 from __future__ import annotations
 
 import json
+import socket
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, Literal
+
+RECEIVER = Path(__file__).resolve().parents[2] / "examples" / "webhook_receiver.py"
 
 Mode = Literal["normal", "reject", "error", "stall", "drop", "no_status"]
 MODES: tuple[Mode, ...] = ("normal", "reject", "error", "stall", "drop", "no_status")
@@ -50,6 +64,7 @@ class Received:
     path: str
     key: str | None
     body: Any
+    host: str | None = None  # the Host header
     at: float = field(default_factory=time.monotonic)  # when the server read it
 
 
@@ -230,7 +245,7 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = None
         key = self.headers.get("Idempotency-Key")
-        self.server.hook._record(Received(method, self.path, key, body))
+        self.server.hook._record(Received(method, self.path, key, body, self.headers.get("Host")))
         if not key:
             self._answer(400, {"error": "missing Idempotency-Key"})
             return None, None
@@ -248,4 +263,77 @@ class _Handler(BaseHTTPRequestHandler):
             pass  # the client gave up (a stall test); nothing to tell it
 
 
-__all__ = ["MODES", "Mode", "Received", "WebhookServer"]
+class ReferenceReceiver:
+    """`python examples/webhook_receiver.py` on a free 127.0.0.1 port, with a journal."""
+
+    def __init__(self, folder: Path, *, delay: float = 0.0) -> None:
+        self.journal_path = folder / f"receiver-{time.monotonic_ns()}.jsonl"
+        self.delay = delay
+        self.port = 0
+        self._proc: subprocess.Popen[str] | None = None
+
+    def start(self) -> ReferenceReceiver:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        args = [sys.executable, str(RECEIVER), "--port", str(self.port), "--delay", str(self.delay)]
+        args += ["--journal", str(self.journal_path)]
+        self._proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        assert self._proc.stdout is not None
+        line = self._proc.stdout.readline()  # printed once the socket listens
+        if not line.startswith("listening on"):
+            self.stop()
+            raise RuntimeError(f"the reference receiver did not start: {line!r}")
+        return self
+
+    def stop(self) -> None:
+        if self._proc is not None:
+            self._proc.terminate()
+            self._proc.wait(timeout=10)
+            if self._proc.stdout is not None:
+                self._proc.stdout.close()
+            self._proc = None
+
+    def __enter__(self) -> ReferenceReceiver:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def url(self, path: str = "/hook") -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def journal(self) -> list[dict[str, Any]]:
+        """Every change the receiver made, in order."""
+        if not self.journal_path.exists():
+            return []
+        lines = self.journal_path.read_text(encoding="utf-8").splitlines()
+        return [json.loads(line) for line in lines if line.strip()]
+
+    def keys(self, event: str) -> list[str]:
+        """The keys of every journal entry of one kind (`applied`, `undone`, `absent`, ...)."""
+        return [e["key"] for e in self.journal() if e["event"] == event]
+
+    def stored(self) -> set[str]:
+        """The keys whose document the receiver holds now: applied and not undone since."""
+        held: set[str] = set()
+        for entry in self.journal():
+            if entry["event"] == "applied":
+                held.add(entry["key"])
+            elif entry["event"] == "undone":
+                held.discard(entry["key"])
+        return held
+
+    def most_in_flight(self) -> int:
+        """The most POSTs the receiver was processing at one moment."""
+        now = most = 0
+        for entry in self.journal():
+            if entry["event"] == "received":
+                now += 1
+            elif entry["event"] in ("applied", "refused", "replayed"):
+                now -= 1
+            most = max(most, now)
+        return most
+
+
+__all__ = ["MODES", "RECEIVER", "Mode", "Received", "ReferenceReceiver", "WebhookServer"]
