@@ -3,8 +3,9 @@
 Each round reads the saga and its steps under a lock, records what the last
 round's calls ended in, asks the decider for the next command and either
 applies a transition (in that transaction) or, after the commit, runs the
-command's tool calls through the harness: the pending steps concurrently
-(at most `limit` calls to one destination at a time in this process; a saga
+command's tool calls through the harness: the pending steps concurrently,
+on the process's one bounded pool of call threads (`call_threads`), never a
+thread per destination (at most `limit` calls to one destination at a time in this process; a saga
 that finds every destination it waits for at its limit gives its thread back,
 see `DestinationLimits`), the undos one after another, the last completed
 first. An undo that fails
@@ -44,7 +45,7 @@ from outbox.messages import Handoff
 from sagas import decider, records
 from sagas.decider import Compensate, Publish, StartExecution, Transition, Wait
 from sagas.machine import SagaEvent, SagaState
-from sagas.step_records import set_step
+from sagas.step_records import set_step, step_reason
 from sagas.step_states import StepState
 from telemetry import metrics, names, spans
 
@@ -232,6 +233,18 @@ class SagaRunner:
     limits: DestinationLimits = field(default_factory=lambda: DestinationLimits(4))
     undo_attempts: int = 3
     pause: Callable[[float], None] = field(default=lambda _s: None)
+    # Threads for one process's concurrent publish calls, shared by every saga it runs: a
+    # saga with many destinations queues its calls here instead of starting a thread each.
+    call_threads: int = 4
+    _calls: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
+    _calls_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def call_pool(self) -> ThreadPoolExecutor:
+        """The process's bounded pool for publish calls (started on first use)."""
+        with self._calls_lock:
+            if self._calls is None:
+                self._calls = ThreadPoolExecutor(max(1, self.call_threads), thread_name_prefix="publish")
+            return self._calls
 
     # -- the handler -----------------------------------------------------------
     def handle(self, handoff: Handoff, holder: str) -> Finalizer:
@@ -289,7 +302,7 @@ class SagaRunner:
         for step in steps:
             outcome = learned.outcomes.get(step.uri)
             if outcome is not None and step.state != outcome.state:
-                set_step(session, step, outcome.state, actor=PUBLISHER)
+                set_step(session, step, outcome.state, actor=PUBLISHER, reason=outcome.reason)
                 if outcome.state is StepState.COMPENSATION_FAILED:
                     metrics.record_compensation_failed(_scheme(step.uri))
 
@@ -304,7 +317,8 @@ class SagaRunner:
         if first is not None:
             known = learned.outcomes.get(first.uri)
             detail = {"destination": first.uri, "key": first.idempotency_key}
-            why = known.reason if known else FALLBACK[StepState(first.state)]
+            # A later delivery than the one that saw the call reads the cause from the step's event.
+            why = known.reason if known else (step_reason(s, first) or FALLBACK[StepState(first.state)])
             reason = f"{first.uri}: {why}"
             if event is SagaEvent.COMPENSATION_FAILED:
                 reason = f"{first.uri}: could not be undone: {why}; a person decides (retry or reconcile)"
@@ -357,10 +371,10 @@ class SagaRunner:
         if len(ready) == 1:
             results = [one(ready[0])]
         else:
-            with ThreadPoolExecutor(max_workers=len(ready), thread_name_prefix="publish") as pool:
-                # Each call keeps the trace and the acting person of this round.
-                futures = [pool.submit(contextvars.copy_context().run, one, uri) for uri in ready]
-                results = [f.result() for f in futures]
+            pool = self.call_pool()  # bounded: never a thread per destination
+            # Each call keeps the trace and the acting person of this round.
+            futures = [pool.submit(contextvars.copy_context().run, one, uri) for uri in ready]
+            results = [f.result() for f in futures]
         held: list[str] = []
         for uri, result in results:
             if result.applied:

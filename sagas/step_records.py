@@ -10,33 +10,47 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import Table, bindparam, insert, select, update
-from sqlmodel import Session
+from sqlmodel import Session, col
+from sqlmodel import select as sql_select
 
 from orchestrator.store.events import WithEvent, add_event
-from orchestrator.store.tables import SagaRow, StepRow, new_id, utcnow
+from orchestrator.store.tables import EventRow, SagaRow, StepRow, new_id, utcnow
 from sagas.step_states import StepState
 
 STEP_EVENT = "step"
 
 
-def set_step(session: Session, step: StepRow, state: StepState, *, actor: str) -> None:
-    """Move `step` to `state` and record it (its key and receipt are the caller's to set first)."""
+def set_step(
+    session: Session, step: StepRow, state: StepState, *, actor: str, reason: str | None = None
+) -> None:
+    """Move `step` to `state` and record it (its key and receipt are the caller's to set first).
+    `reason`: why (say, the cause of a failure), kept in the event for whoever reads it later."""
     step.state = state.value
     step.updated_at = utcnow()
     session.add(step)
-    add_event(
-        session,
-        saga_id=step.saga_id,
-        actor=actor,
-        kind=STEP_EVENT,
-        status=state.value,
-        detail={
-            "destination": step.uri,
-            "position": step.position,
-            "key": step.idempotency_key,
-            "version_digest": step.version_digest,
-        },
-    )
+    detail: dict[str, Any] = {
+        "destination": step.uri,
+        "position": step.position,
+        "key": step.idempotency_key,
+        "version_digest": step.version_digest,
+    }
+    if reason:
+        detail["reason"] = reason
+    add_event(session, saga_id=step.saga_id, actor=actor, kind=STEP_EVENT, status=state.value, detail=detail)
+
+
+def step_reason(session: Session, step: StepRow) -> str | None:
+    """The reason recorded when `step` last entered its present state, if one was."""
+    rows = session.exec(
+        sql_select(EventRow.detail)
+        .where(EventRow.saga_id == step.saga_id, EventRow.kind == STEP_EVENT, EventRow.status == step.state)
+        .order_by(col(EventRow.seq).desc())
+    ).all()
+    for detail in rows:
+        if detail.get("destination") == step.uri:
+            reason = detail.get("reason")
+            return str(reason) if reason else None
+    return None
 
 
 _SAGAS: Table = SagaRow.__table__  # type: ignore[attr-defined]
@@ -112,4 +126,4 @@ def put_step(
     )
 
 
-__all__ = ["STEP_EVENT", "put_step", "set_step"]
+__all__ = ["STEP_EVENT", "put_step", "set_step", "step_reason"]

@@ -17,6 +17,7 @@
     │   └── IdempotencyConflict same business key, different arguments
     │       └── KeyInFlight     same key, another call holds it right now
     ├── ServiceUnavailable      exit 5: the database or the broker cannot be reached
+    ├── (entrypoints.outcome.WorkEnded  exit 6: the command was carried out; the work it drove ended badly)
     ├── ApprovalRequired        an outcome, not a failure: a person must approve
     ├── EffectUnknown           an outcome: a side effect may have happened
     ├── RetryLater              not now: the work's lease brings it back
@@ -158,6 +159,8 @@ EXIT_BAD_INPUT = 2
 EXIT_NOT_FOUND = 3
 EXIT_REFUSED = 4
 EXIT_UNAVAILABLE = 5
+# The command was carried out, but the work it drove inline ended `failed` or `effect-unknown`.
+EXIT_WORK_ENDED = 6
 
 
 def exit_code_for(error: BaseException) -> int:
@@ -192,4 +195,5 @@ __all__ = [
     "StaleVersion",
     "exit_code_for",
     "EXIT_UNAVAILABLE",
+    "EXIT_WORK_ENDED",
 ]

@@ -18,25 +18,32 @@
 
 A failed or timed-out `git commit` is settled at once by searching history
 for the key: found means applied, not found means not applied, and a search
-that fails too means `MaybeApplied`. Publishers of one repository are
-serialised by `flock` on `.git/pressroom.lock`. Git runs with a fixed
-identity and without the user's global or system config, so it behaves the
-same on a bare CI machine.
+that fails too means `MaybeApplied`.
 
-The repository is data, not code: every command runs with hooks off
-(`core.hooksPath=/dev/null`), no filesystem monitor (`core.fsmonitor=false`)
-and no commit signing, so a `pre-commit` hook or an `fsmonitor` script
-planted in the target's `.git` never runs as the server's user. Content
-filters (`filter.<name>.clean|smudge|process`) named in the repository's own
-config are blanked and its merge drivers replaced by `false` (a revert that
-needs one is refused), so no command from `.git/config` runs either.
+Concurrency: a new repository appears whole or not at all (`git init` in a
+scratch folder, then one `rename` of its `.git` into place; a concurrent
+creator that lost the rename uses the winner's), so every publisher finds a
+complete `.git` and then serialises on `flock` of `.git/pressroom.lock`,
+across threads and processes.
+
+What it never runs: anything the target repository configures. No hook
+(`core.hooksPath=/dev/null`, `commit --no-verify`), no filesystem monitor,
+no content filter, diff or merge driver, no signing program (signing off,
+signatures never shown), no pager, editor, ssh, credential helper or
+transport, no automatic gc; config-defined hook commands make the
+repository refused. Git runs without the system, global or user config, with
+a fixed identity, a private empty HOME and `GIT_DIR`/`GIT_WORK_TREE` pinned to
+the checked folder; a `.git` link, `gitdir:` file or `commondir` that leads
+out of the folder is refused, so no commit lands elsewhere. How: `sagas/destinations/git_run.py`.
+Why not a library such as dulwich: its porcelain runs the repository's hooks
+unless told not to and (in recent versions) its configured filter drivers,
+so it needs the same care, and only its object layer would be free of it at
+the price of re-implementing `log --grep`, `revert` and index updates; git
+itself, told what not to run, keeps git's own semantics for all of them.
 """
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -44,39 +51,23 @@ from typing import Any, ClassVar
 from orchestrator.core.errors import InvalidInput, MaybeApplied, NotApplied
 from sagas.destinations.base import PublishedVersion, StatusAnswer
 from sagas.destinations.files import atomic_write, exclusive_lock
+from sagas.destinations.git_run import (
+    IDENTITY,
+    GitFailed,
+    UnsafeRepository,
+    create_repository,
+    find_gitdir,
+    git_env,
+    neutralise,
+    run_git,
+)
 from sagas.destinations.slugs import check_key, contained_path, slugify
 
 KEY_TRAILER = "Pressroom-Idempotency-Key"
 COMPENSATES_TRAILER = "Pressroom-Compensates"
 PATH_TRAILER = "Pressroom-Path"
 APPROVER_TRAILER = "Pressroom-Approved-By"
-IDENTITY = ("Pressroom", "pressroom@localhost")
-# Overrides for whatever the target repository's own config says (see the module docstring).
-SAFE_CONFIG = (
-    "-c",
-    f"core.hooksPath={os.devnull}",
-    "-c",
-    "core.fsmonitor=false",
-    "-c",
-    "commit.gpgSign=false",
-)
-_FILTER = re.compile(r"filter\.(.+)\.(clean|smudge|process)")
-_MERGE_DRIVER = re.compile(r"merge\.(.+)\.driver")
-
-
-def driver_overrides(config_names: str) -> tuple[str, ...]:
-    """`-c` options that neutralise every filter and merge driver in `git config --name-only --list` output."""
-    out: list[str] = []
-    for name in sorted(set(config_names.split())):
-        if _FILTER.fullmatch(name):
-            out += ["-c", f"{name}="]
-        elif _MERGE_DRIVER.fullmatch(name):
-            out += ["-c", f"{name}=false"]
-    return tuple(out)
-
-
-class GitFailed(Exception):
-    """A `git` command exited non-zero, timed out, or could not start."""
+LOCK_NAME = "pressroom.lock"
 
 
 @dataclass(frozen=True)
@@ -91,24 +82,6 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def _git_env() -> dict[str, str]:
-    # Not a setting: the child's environment. GIT_* variables are dropped
-    # because GIT_DIR / GIT_INDEX_FILE from a surrounding hook would redirect
-    # every command to another repository.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}  # noqa: TID251
-    name, email = IDENTITY
-    env.update(
-        GIT_AUTHOR_NAME=name,
-        GIT_AUTHOR_EMAIL=email,
-        GIT_COMMITTER_NAME=name,
-        GIT_COMMITTER_EMAIL=email,
-        GIT_CONFIG_NOSYSTEM="1",
-        GIT_CONFIG_GLOBAL=os.devnull,
-        GIT_TERMINAL_PROMPT="0",
-    )
-    return env
-
-
 class GitDestination:
     """A `Destination` committing pages into one local git repository."""
 
@@ -118,7 +91,8 @@ class GitDestination:
         self.repo = Path(repo).expanduser()
         self.uri = uri or f"git:{repo}"
         self.timeout = timeout
-        self._overrides: tuple[str, ...] | None = None
+        self._env: dict[str, str] | None = None  # pinned to the checked git directory
+        self._options: tuple[str, ...] = ()  # this operation's overrides for the repository's drivers
 
     @classmethod
     def check_target(cls, target: str) -> None:
@@ -136,11 +110,12 @@ class GitDestination:
         check_key(key)
         relpath = f"{slugify(version.slug or version.title)}.md"
         try:
-            lock = self._ensure_repo()
+            gitdir = self._ensure_repo()
         except (GitFailed, OSError) as exc:
             raise NotApplied(f"{self.uri}: cannot use {self.repo} as a repository: {exc}", key=key) from exc
-        with exclusive_lock(lock):
+        with exclusive_lock(gitdir / LOCK_NAME):
             try:
+                self._begin(gitdir)
                 found = self._find(key)
             except GitFailed as exc:
                 raise NotApplied(f"{self.uri}: cannot read history: {exc}", key=key) from exc
@@ -164,24 +139,26 @@ class GitDestination:
             )
             commit_error: Exception | None = None
             try:
-                self._git("commit", "-q", "--allow-empty", "-F", "-", "--", relpath, stdin=message)
+                self._commit(message, "--", relpath)
             except GitFailed as exc:
                 commit_error = exc
             found = self._settle(key, commit_error)
             if found is not None and not found.compensated:
                 return self._receipt(key, found)
-            if commit_error is None:  # say, a commit-msg hook dropped the trailer
+            if commit_error is None:  # the trailer did not land, though nothing may rewrite it
                 raise MaybeApplied(f"{self.uri}: commit succeeded but carries no key {key}", key=key)
             self._discard(relpath)
             raise NotApplied(f"{self.uri}: commit of {key} failed: {commit_error}", key=key)
 
     def status(self, key: str) -> StatusAnswer:
         check_key(key)
-        if not (self.repo / ".git").exists():
-            return StatusAnswer(kind="absent", detail="no repository yet")
         try:
+            gitdir = find_gitdir(self.repo)
+            if gitdir is None:
+                return StatusAnswer(kind="absent", detail="no repository yet")
+            self._begin(gitdir)
             found = self._find(key)
-        except GitFailed as exc:
+        except (GitFailed, OSError) as exc:
             return StatusAnswer(kind="unknown", detail=str(exc))
         if found is None or found.compensated:
             return StatusAnswer(kind="absent")
@@ -189,14 +166,15 @@ class GitDestination:
 
     def compensate(self, key: str, receipt: dict[str, Any]) -> None:
         check_key(key)
-        if not (self.repo / ".git").exists():
-            return
         try:
-            lock = self._lock_path()
-        except GitFailed as exc:
+            gitdir = find_gitdir(self.repo)
+        except (GitFailed, OSError) as exc:
             raise NotApplied(f"{self.uri}: cannot compensate {key}: {exc}", key=key) from exc
-        with exclusive_lock(lock):
+        if gitdir is None:
+            return
+        with exclusive_lock(gitdir / LOCK_NAME):
             try:
+                self._begin(gitdir)
                 found = self._find(key)
             except GitFailed as exc:
                 raise NotApplied(f"{self.uri}: cannot read history: {exc}", key=key) from exc
@@ -215,7 +193,7 @@ class GitDestination:
             )
             commit_error: Exception | None = None
             try:
-                self._git("commit", "-q", "--allow-empty", "-F", "-", stdin=message)
+                self._commit(message)
             except GitFailed as exc:
                 commit_error = exc
             settled = self._settle(key, commit_error)
@@ -228,31 +206,24 @@ class GitDestination:
 
     # -- git ------------------------------------------------------------------
 
-    def _git(self, *args: str, stdin: str | None = None) -> str:
-        if self._overrides is None and (self.repo / ".git").exists():
-            # Read with the fixed overrides only; reading config runs nothing.
-            self._overrides = driver_overrides(self._run("config", "--name-only", "--list"))
-        return self._run(*args, stdin=stdin, prefix=self._overrides or ())
+    def _begin(self, gitdir: Path) -> None:
+        """Pin git to `gitdir` and this folder, and read which drivers the repository names now
+        (listing config runs nothing); every later command of this operation overrides them."""
+        self._env = git_env(gitdir, self.repo.resolve())
+        self._options = ()
+        self._options = neutralise(self._git("config", "--name-only", "--list"))
 
-    def _run(self, *args: str, stdin: str | None = None, prefix: tuple[str, ...] = ()) -> str:
-        try:
-            done = subprocess.run(
-                ["git", *SAFE_CONFIG, *prefix, *args],
-                cwd=self.repo,
-                env=_git_env(),
-                input=stdin,
-                capture_output=True,
-                text=True,
-                timeout=self.timeout,
-                check=False,
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise GitFailed(f"git {args[0]} timed out after {self.timeout}s") from exc
-        except OSError as exc:
-            raise GitFailed(f"git {args[0]} could not run: {exc}") from exc
-        if done.returncode != 0:
-            raise GitFailed(f"git {args[0]} exited {done.returncode}: {done.stderr.strip()}")
-        return done.stdout
+    def _git(self, *args: str, stdin: str | None = None) -> str:
+        if self._env is None:
+            raise GitFailed("no repository checked yet")
+        return run_git(
+            args, cwd=self.repo, env=self._env, timeout=self.timeout, options=self._options, stdin=stdin
+        )
+
+    def _commit(self, message: str, *paths: str) -> None:
+        self._git(
+            "commit", "-q", "--no-verify", "--no-gpg-sign", "--allow-empty", "-F", "-", *paths, stdin=message
+        )
 
     def _ok(self, *args: str) -> bool:
         try:
@@ -262,16 +233,17 @@ class GitDestination:
         return True
 
     def _ensure_repo(self) -> Path:
-        """Make PATH a repository if it is not one; return the lock file."""
+        """Make PATH a repository if it is not one; its checked git directory."""
         if self.repo.exists() and not self.repo.is_dir():
             raise GitFailed(f"{self.repo} exists and is not a folder")
         self.repo.mkdir(parents=True, exist_ok=True)
-        if not (self.repo / ".git").exists():
-            self._git("init", "-q", "-b", "main")
-        return self._lock_path()
-
-    def _lock_path(self) -> Path:
-        return Path(self._git("rev-parse", "--absolute-git-dir").strip()) / "pressroom.lock"
+        gitdir = find_gitdir(self.repo)
+        if gitdir is None:
+            create_repository(self.repo, timeout=self.timeout)
+            gitdir = find_gitdir(self.repo)
+        if gitdir is None:
+            raise GitFailed(f"{self.repo}: git init left no .git")
+        return gitdir
 
     def _find(self, key: str) -> _Found | None:
         """The newest commit whose trailers name `key`, publish or compensation."""
@@ -284,7 +256,16 @@ class GitDestination:
                 for name in (KEY_TRAILER, COMPENSATES_TRAILER, PATH_TRAILER)
             ]
         )
-        out = self._git("log", "-F", f"--grep={key}", f"--format={fields}%x1e", "HEAD")
+        out = self._git(
+            "log",
+            "--no-show-signature",
+            "--no-ext-diff",
+            "--no-textconv",
+            "-F",
+            f"--grep={key}",
+            f"--format={fields}%x1e",
+            "HEAD",
+        )
         for record in out.split("\x1e"):
             parts = record.strip("\n").split("\x1f")
             if len(parts) != 5:
@@ -321,4 +302,11 @@ class GitDestination:
         return {"commit": found.commit, "path": found.path, "key": key}
 
 
-__all__ = ["COMPENSATES_TRAILER", "KEY_TRAILER", "GitDestination", "GitFailed"]
+__all__ = [
+    "COMPENSATES_TRAILER",
+    "IDENTITY",
+    "KEY_TRAILER",
+    "GitDestination",
+    "GitFailed",
+    "UnsafeRepository",
+]

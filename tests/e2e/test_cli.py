@@ -222,9 +222,8 @@ def test_an_unreachable_webhook_fails_cleanly_and_undoes_the_site(
     hook = f"webhook:http://127.0.0.1:{free_port()}/hook"  # nothing listens there
     sid = submit(cli, corpus, f"site:{site}", hook)["saga_id"]
     approved = cli.run("approve", sid, "--version", "1", "--as", "erin", "--json")
-    assert (
-        approved.returncode == 4 and f"saga {sid} is failed" in approved.stderr
-    )  # the publish it drove failed
+    # Approved, and the publish it drove failed.
+    assert approved.returncode == 6 and "the publish it started ended failed" in approved.stderr
     assert json.loads(approved.stdout)["state"] == "failed"
     status = cli.json("status", sid)
     assert status["state"] == "failed"

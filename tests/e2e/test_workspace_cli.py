@@ -62,22 +62,22 @@ def test_a_persons_edit_is_never_overwritten(tmp_path: Path, corpus: Path, db_ur
     assert cli.json("show", sid)["markdown"].encode() == v3.read_bytes()
 
 
-def test_approve_exits_4_when_the_publish_it_drove_failed(cli: Cli, corpus: Path, tmp_path: Path) -> None:
+def test_approve_exits_6_when_the_publish_it_drove_failed(cli: Cli, corpus: Path, tmp_path: Path) -> None:
     from tests.support.webhook_server import WebhookServer
 
     with WebhookServer("reject") as hook:
         sid = _submit(cli, corpus, f"site:{tmp_path / 'site'}", f"webhook:{hook.url}")
         done = cli.run("approve", sid, "--version", "1", "--as", "erin", "--json")
-    assert done.returncode == 4, done.stderr
+    assert done.returncode == 6, done.stderr  # approved; the publish it started failed
     printed = json.loads(done.stdout)  # --json still prints the one object
     assert printed["state"] == "failed" and printed["version"] == 1
     lines = done.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"error: saga {sid} is failed: ")
+    assert len(lines) == 1 and lines[0].startswith("error: approved; the publish it started ended failed: ")
     human = cli.run("status", sid)
     assert human.returncode == 0  # reading a failed saga is not a failure
 
 
-def test_approve_exits_4_when_the_effect_is_unknown_and_reconcile_tells_the_end(
+def test_approve_exits_6_when_the_effect_is_unknown_and_reconcile_tells_the_end(
     tmp_path: Path, corpus: Path, sqlite_url: str
 ) -> None:
     from tests.support.webhook_server import WebhookServer
@@ -94,7 +94,8 @@ def test_approve_exits_4_when_the_effect_is_unknown_and_reconcile_tells_the_end(
         dest = f"webhook:{hook.url}"
         sid = _submit(cli, corpus, dest)
         done = cli.run("approve", sid, "--version", "1", "--as", "erin")
-        assert done.returncode == 4 and f"saga {sid} is effect-unknown" in done.stderr, done.stderr
+        assert done.returncode == 6, done.stderr
+        assert "approved; the publish it started ended effect-unknown" in done.stderr, done.stderr
         assert "saga is now effect-unknown" in done.stdout
         settled = cli.run(
             "reconcile",
