@@ -27,6 +27,7 @@ from orchestrator.app import App
 from orchestrator.core.routing import QUEUES, TASKS
 from orchestrator.store import dead_letters
 from outbox.messages import Envelope
+from outbox.redis_transport import TRANSPORT as REDIS_TRANSPORT
 
 EXCHANGE = Exchange("pressroom", type="direct", durable=True)  # type: ignore[no-untyped-call]
 BROKER_MAX_RETRIES = 60
@@ -60,6 +61,13 @@ def use_app(app: App | None) -> None:
         _pressroom = app
 
 
+def broker_transport(broker_url: str) -> str | None:
+    """The kombu transport for `broker_url`: on `redis://`, kombu's Redis transport with
+    acknowledgements that survive a lost connection (`outbox.redis_transport`); else
+    None, for kombu to choose by the URL's scheme."""
+    return REDIS_TRANSPORT if broker_url.split("://", 1)[0].strip().lower() == "redis" else None
+
+
 def make_celery(broker_url: str, *, max_retries: int = BROKER_MAX_RETRIES) -> Celery:
     celery = Celery("pressroom", broker=broker_url, set_as_current=False)
     celery.conf.update(
@@ -77,7 +85,10 @@ def make_celery(broker_url: str, *, max_retries: int = BROKER_MAX_RETRIES) -> Ce
         task_default_routing_key="researcher",
         # A lost broker connection is retried (kombu's backoff: 2 s more each time,
         # at most 30 s apart); after that many failures the worker gives up and
-        # exits non-zero, for its supervisor to restart (see `exit_status`).
+        # exits non-zero, for its supervisor to restart (see `run_worker`). On Redis
+        # the transport lets the worker reconnect although it held unacknowledged
+        # messages when the connection dropped (see `outbox.redis_transport`).
+        broker_transport=broker_transport(broker_url),
         broker_connection_retry=True,
         broker_connection_retry_on_startup=True,
         broker_connection_max_retries=max_retries,
@@ -181,10 +192,9 @@ def run_worker(celery: Celery, argv: list[str]) -> int:
     """Run `celery worker` and return its exit status.
 
     `Celery.worker_main` (and `Celery.start`) drop the status the worker set:
-    a worker that stopped on an unrecoverable error (such as kombu's
-    AttributeError on `None.hostname` while restoring unacked messages after
-    the Redis connection was lost) exits 0, which `Restart=on-failure` and
-    compose's `on-failure` read as a clean stop. The worker instance is
+    a worker that stopped on an unrecoverable error (such as its broker
+    retries running out) exits 0, which `Restart=on-failure` and compose's
+    `on-failure` read as a clean stop. The worker instance is
     remembered when it starts (`worker_init`), and its `exitcode` is returned.
     """
     _workers.clear()
@@ -237,6 +247,8 @@ def _service_name() -> str:
 
 __all__ = [
     "BROKER_MAX_RETRIES",
+    "REDIS_TRANSPORT",
+    "broker_transport",
     "make_celery",
     "pressroom_app",
     "run_worker",

@@ -1,8 +1,9 @@
-"""A worker whose Redis is killed under it: it either carries on once Redis is
-back, or exits non-zero so that a supervisor restarts it; never a silent exit 0.
+"""A worker whose Redis is killed under it carries on once Redis is back; one
+whose Redis stays away past its retries exits non-zero so that a supervisor
+restarts it; never a silent exit 0.
 
-The test acts as the supervisor (`Restart=on-failure`): a worker that exited
-non-zero is started again. The redis-server is the test's own, on a free port.
+The redis-server is the test's own, on a free port. The README's topology,
+with every worker holding a message at the kill, is `test_broker_kill.py`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import base_env, free_port
-from tests.support.processes import Proc, Processes, saga_state, submit, wait_until
+from tests.support.processes import PRESSROOM, Processes, saga_state, submit, wait_until
 
 
 def start_redis(port: int, workdir: Path) -> subprocess.Popen[bytes]:
@@ -67,13 +68,11 @@ def setup(tmp_path: Path, pg_url: str):  # type: ignore[no-untyped-def]
     state["redis"].wait(timeout=10)
 
 
-def test_worker_carries_on_or_exits_non_zero_when_redis_dies(setup, corpus: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_worker_carries_on_when_redis_dies(setup, corpus: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     procs, state = setup
     env = procs.env
     procs.relay()
-    workers: list[Proc] = [procs.worker("worker-0")]
-    restarts = 0
-    exits: list[int] = []
+    worker = procs.worker("worker")
     first = submit(env, corpus, f"site:{tmp_path / 'site0'}", actor="dana")
     try:
         wait_until(lambda: saga_state(env, first) == "ready-for-review", timeout=90, what="first saga")
@@ -85,24 +84,36 @@ def test_worker_carries_on_or_exits_non_zero_when_redis_dies(setup, corpus: Path
             sid = submit(env, corpus, f"site:{tmp_path / f'site{round_}'}", actor="dana")
 
             def progressed(saga_id: str = sid) -> bool:
-                nonlocal restarts
-                current = workers[-1]
-                code = current.popen.poll()
-                if code is not None:
-                    exits.append(code)
-                    assert code != 0, (
-                        f"worker exited with status 0 after losing Redis:\n{current.output()[-3000:]}"
-                    )
-                    restarts += 1
-                    workers.append(procs.worker(f"worker-{restarts}"))
+                code = worker.popen.poll()
+                assert code is None, f"worker exited with status {code} after losing Redis"
                 return saga_state(env, saga_id) == "ready-for-review"
 
             wait_until(progressed, timeout=120, what=f"saga after Redis restart {round_}")
     except AssertionError:
         print(procs.logs())
         raise
-    assert all(code != 0 for code in exits)
-    assert workers[-1].popen.poll() is None
+    assert worker.output().count("Connected to redis://") >= 4, worker.output()[-3000:]
+
+
+def test_a_worker_whose_redis_stays_away_gives_up_after_its_retries(setup) -> None:  # type: ignore[no-untyped-def]
+    # Two retries: kombu waits 2 s, then 4 s, tries once more, and the worker exits 1.
+    procs, state = setup
+    env = {**procs.env, "PRESSROOM_BROKER_MAX_RETRIES": "2"}
+    worker = procs.start(
+        "worker-giveup", PRESSROOM, "worker", "--queues", "researcher", "--loglevel", "INFO", env=env
+    )
+    wait_until(lambda: " ready." in worker.output(), timeout=60, what="worker ready")
+    state["redis"].kill()
+    state["redis"].wait(timeout=10)
+    lost = time.monotonic()
+    code = worker.popen.wait(timeout=90)
+    waited = time.monotonic() - lost
+    out = worker.output()
+    assert code == 1, out[-3000:]
+    assert "Trying again in 2.00 seconds... (1/2)" in out, out[-3000:]
+    assert "Trying again in 4.00 seconds... (2/2)" in out, out[-3000:]
+    assert "(3/2)" not in out, out[-3000:]
+    assert waited >= 6.0, waited
 
 
 def test_a_worker_that_cannot_go_on_exits_non_zero(tmp_path: Path, pg_url: str) -> None:
