@@ -11,6 +11,14 @@ entry point makes (CLI, HTTP API, MCP):
 
 `as_principal(people, actor)` turns what a use case was handed into a
 principal: a `Principal` as is; a bare name only in open mode.
+
+Managing users: the first user (open mode) must hold admin and needs no
+caller; of concurrent first adds exactly one wins, the others are refused
+(exit 4). After that an admin adds users and changes roles; a new token for
+an existing person is issued only by that person or by an admin who holds
+every role that person holds (`principals.grant_refusal`): an admin without
+`reviewer` cannot mint an existing reviewer's token and approve as them.
+Every token records who issued it, and every user who added them.
 """
 
 from __future__ import annotations
@@ -18,11 +26,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from orchestrator.core.errors import InvalidInput, NotAuthenticated
+from orchestrator.core.errors import InvalidInput, NotAuthenticated, NotFound, NotPermitted
 from orchestrator.harness.principals import (
     Permission,
     Principal,
     Role,
+    grant_refusal,
     normalise_name,
     open_principal,
     parse_roles,
@@ -106,7 +115,7 @@ def add_user(people: PeopleStore, caller: Principal | None, name: str, roles: It
     if people.is_open():
         if Role.ADMIN not in wanted:
             raise InvalidInput("the first user must hold the admin role (--role admin)")
-        return people.add_user(name, wanted, by=None)
+        return people.add_user(name, wanted, by=None, first=True)
     admin = require(_verified(caller), Permission.USERS)
     return people.add_user(name, wanted, by=admin.id)
 
@@ -124,16 +133,27 @@ def revoke(people: PeopleStore, caller: Principal | None, name: str) -> UserView
 
 
 def new_token(people: PeopleStore, caller: Principal | None, name: str) -> Issued:
-    """A new token for NAME (replacing theirs): by an admin, or by NAME for themselves."""
+    """A new token for NAME (replacing theirs): by NAME for themselves, or by an admin who
+    holds every role NAME holds."""
     who = _verified(caller)
     if normalise_name(name) != who.name:
         require(who, Permission.USERS)
-    return people.issue_token(name)
+        user = people.find_user(name)
+        if user is None:
+            raise NotFound(f"no user named {name!r}")
+        _may_grant(who, frozenset(Role(r) for r in user.roles), f"issue a token for {user.display}")
+    return people.issue_token(name, by=who.id)
 
 
 def set_roles(people: PeopleStore, caller: Principal | None, name: str, roles: Iterable[str]) -> UserView:
     require(_verified(caller), Permission.USERS)
     return people.set_roles(name, parse_roles(roles))
+
+
+def _may_grant(admin: Principal, roles: frozenset[Role], what: str) -> None:
+    why = grant_refusal(admin, roles, what=what)
+    if why:
+        raise NotPermitted(why, principal_id=admin.id, permission=Permission.USERS.value)
 
 
 def whoami(people: PeopleStore, caller: Principal | None) -> dict[str, Any]:

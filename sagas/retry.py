@@ -8,7 +8,12 @@ execution already holds; a saga that failed while preparing prepares again.
 An uncertain publish is never retried: `reconcile` settles it.
 
 `fork` starts a new saga at `ready-for-review` holding one version's bytes
-(same title, markdown, citations and author), for a reviewer to approve.
+(same title, markdown, citations and author), for a reviewer to approve. The
+fork carries the original's parties into separation of duties: its
+`submitted` event names (`detail.parties`) the original's submitter, every
+author of its versions and the parties it carried itself, and
+`carried_parties` reads them back, so whoever submitted or wrote the
+original cannot approve the copy either.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from orchestrator.core.errors import Refused
 from orchestrator.core.routing import RESEARCH
 from orchestrator.harness.approvals import session_for
 from orchestrator.harness.capabilities import ROLE_CAPABILITIES
+from orchestrator.harness.principals import Party
 from orchestrator.store.db import UnitOfWork
 from orchestrator.store.events import add_event
 from orchestrator.store.tables import ApprovalRow, EventRow, SagaRow, VersionRow
@@ -142,6 +148,7 @@ def fork_saga(runner: SagaRunner, saga_id: str, *, version: int, actor: str, act
                 "destinations": fork.destinations,
                 "corpus": fork.corpus,
                 "forked_from": _origin(source, row),
+                "parties": [_party_detail(p) for p in _source_parties(s, source)],
             },
         )
         copy = records.add_version(
@@ -173,6 +180,35 @@ def fork_saga(runner: SagaRunner, saga_id: str, *, version: int, actor: str, act
         return fork.id
 
 
+def carried_parties(s: Session, saga_id: str) -> list[Party]:
+    """The parties a fork carries from the saga it was forked from (none for a saga not forked)."""
+    submitted = s.exec(
+        select(EventRow).where(
+            EventRow.saga_id == saga_id, EventRow.kind == "saga", EventRow.status == "submitted"
+        )
+    ).first()
+    found = (submitted.detail or {}).get("parties") if submitted is not None else None
+    out = []
+    for item in found if isinstance(found, list) else []:
+        if isinstance(item, dict) and isinstance(item.get("name"), str):
+            pid = item.get("principal_id")
+            out.append(Party(pid if isinstance(pid, str) else None, item["name"], str(item.get("what", ""))))
+    return out
+
+
+def _source_parties(s: Session, source: SagaRow) -> list[Party]:
+    parties = [Party(source.created_by_id, source.created_by, f"submitted saga {source.id}, forked here")]
+    parties += [
+        Party(v.author_id, v.author, f"wrote version {v.number} of saga {source.id}, forked here")
+        for v in records.versions(s, source.id)
+    ]
+    return parties + carried_parties(s, source.id)
+
+
+def _party_detail(party: Party) -> dict[str, Any]:
+    return {"principal_id": party.principal_id, "name": party.name, "what": party.what}
+
+
 def _retried(uow: UnitOfWork, saga: SagaRow, event: SagaEvent, actor: str, steps: list[str]) -> None:
     records.transition(
         uow.session, saga, event, actor=actor, reason=f"retried by {actor}", detail={"steps": steps}
@@ -187,6 +223,7 @@ def _executed(s: Session, saga: SagaRow) -> bool:
     consumed = s.exec(
         select(ApprovalRow).where(
             ApprovalRow.saga_id == saga.id,
+            ApprovalRow.version == head.number,
             ApprovalRow.version_digest == head.digest,
             ApprovalRow.consumed_by == session_for(saga.id, saga.run),
             col(ApprovalRow.voided_at).is_(None),
@@ -209,4 +246,4 @@ def _origin(source: SagaRow, row: VersionRow) -> dict[str, Any]:
     return {"saga_id": source.id, "version": row.number, "version_digest": row.digest}
 
 
-__all__ = ["fork_saga", "retry_saga"]
+__all__ = ["carried_parties", "fork_saga", "retry_saga"]

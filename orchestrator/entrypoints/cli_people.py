@@ -5,7 +5,8 @@ open mode takes the `--as` name (unverified); closed mode takes the user of
 `PRESSROOM_TOKEN`, and a `--as` beside it must name that user.
 
     users add NAME --role ROLE [--role ROLE ...] [--json]   the new token, shown once
-    users list [--json]                                     {"users": [{"name", "roles", "active"}]}
+    users list [--json]                                     {"users": [{"name", "roles", "active",
+                                                             "added_by", "token": {"issued_by", "issued_at"}}]}
     users revoke NAME                                       tokens and sessions stop at once
     users token NAME [--json]                               a new token; NAME's earlier ones stop
     users roles NAME --role ROLE [--role ROLE ...] [--json] replace NAME's roles
@@ -70,7 +71,7 @@ def register(cli: click.Group, pass_ctx: Any, emit: Any) -> None:
     def list_(ctx: Any, as_json: bool) -> None:
         """Every user, with roles and whether they are active."""
         found = people.list_users(ctx.app().people, _admin_caller(ctx))
-        emit({"users": [u.public() for u in found]}, as_json, _show_users)
+        emit({"users": [u.listed() for u in found]}, as_json, _show_users)
 
     @users.command()
     @click.argument("name")

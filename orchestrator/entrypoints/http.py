@@ -63,7 +63,7 @@ from starlette.routing import Route
 
 from orchestrator import services
 from orchestrator.app import App
-from orchestrator.core.errors import InvalidInput, PressroomError
+from orchestrator.core.errors import PressroomError
 from orchestrator.entrypoints import pages
 from orchestrator.entrypoints.http_bodies import (
     ApproveBody,
@@ -76,7 +76,7 @@ from orchestrator.entrypoints.http_bodies import (
     bearer,
     json_body,
 )
-from orchestrator.entrypoints.http_support import LOOPBACK_HOSTS, Guard, status_for
+from orchestrator.entrypoints.http_support import LOOPBACK_HOSTS, Guard, status_for, whole_number
 from orchestrator.entrypoints.web import WebPages
 from orchestrator.entrypoints.web_auth import WebAuth
 from orchestrator.harness.principals import Principal
@@ -116,6 +116,7 @@ class Api:
 
     def routes(self) -> list[Route]:
         return [
+            Route("/healthz", self.healthz, methods=["GET"]),
             Route("/api/sagas", self.list_sagas, methods=["GET"]),
             Route("/api/sagas", self.submit, methods=["POST"]),
             Route("/api/sagas/{saga_id}", self.status, methods=["GET"]),
@@ -130,13 +131,16 @@ class Api:
             Route("/api/sagas/{saga_id}/fork", self.fork, methods=["POST"]),
         ]
 
+    async def healthz(self, request: Request) -> Response:
+        """200 with no token in either mode: the process serves requests (a container's health
+        check; it reads no database, so a database outage shows in the API's 503s, not here)."""
+        return JSONResponse({"status": "ok"})
+
     async def list_sagas(self, request: Request) -> Response:
         await self.reader(request)
         q = request.query_params
         raw_limit = q.get("limit")
-        if raw_limit is not None and not raw_limit.isdigit():
-            raise InvalidInput("limit must be a whole number")
-        limit = int(raw_limit) if raw_limit is not None else None
+        limit = whole_number(raw_limit, "limit") if raw_limit is not None else None
         waiting = q.get("waiting", "").lower() in ("1", "true", "yes")
 
         def call() -> dict[str, Any]:

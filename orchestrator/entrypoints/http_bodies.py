@@ -2,23 +2,25 @@
 
 A body that is not a JSON object of the expected shape is `InvalidInput`
 (400) with one line saying what is wrong; a typo in a field name is refused,
-not ignored.
+not ignored. An integer too long for Python to convert is bad input like any
+other, and a version number is at most `MAX_WHOLE` (2**31 - 1).
 """
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import Annotated, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 
 from orchestrator.core.errors import InvalidInput
-from orchestrator.entrypoints.http_support import media_type, read_body
+from orchestrator.entrypoints.http_support import MAX_WHOLE, media_type, read_body
 from orchestrator.harness.parse import ParseRefused, strict_loads
 
 MAX_JSON_BYTES = 256 * 1024
 MAX_JSON_DEPTH = 16
+Version = Annotated[StrictInt, Field(ge=0, le=MAX_WHOLE)]
 
 
 # -- request bodies (unknown fields are refused, so a typo is not ignored) --------
@@ -34,7 +36,7 @@ class SubmitBody(_Body):
 
 
 class ApproveBody(_Body):
-    version: StrictInt
+    version: Version
     actor: StrictStr | None = Field(default=None, alias="as")
     expires_in: StrictStr | None = None
 
@@ -53,7 +55,7 @@ class RetryBody(_Body):
 
 
 class ForkBody(_Body):
-    version: StrictInt
+    version: Version
     actor: StrictStr | None = Field(default=None, alias="as")
 
 
@@ -86,6 +88,8 @@ async def json_body(request: Request, model: type[B]) -> B:
         raise InvalidInput("the request body is not UTF-8 text") from None
     except ParseRefused as exc:  # bad JSON, too deep, or a key named twice
         raise InvalidInput(f"the request body is refused: {exc}") from None
+    except ValueError:  # json's int() past Python's digit limit: not a ParseRefused
+        raise InvalidInput("the request body is refused: it holds an integer with too many digits") from None
     if not isinstance(data, dict):
         raise InvalidInput("the request body must be a JSON object")
     try:

@@ -11,7 +11,10 @@
   marked ``open``; its id is derived from the name's confusable skeleton, so
   ``Bob``, ``bob``+U+200B, ``ｂｏｂ`` and Cyrillic ``bоb`` are one person.
 - Separation of duties: `self_approval(approver, people)` says why an approver
-  may not approve, comparing principal ids and the skeletons of the names.
+  may not approve, comparing principal ids and the names' look-alike keys
+  (`textfold.lookalike_keys`: case folded, and UTS #39 skeletons taken both
+  before and after case folding, so a capital ``I`` for an ``l`` is caught).
+  `same_look(a, b)` is that one comparison; `users add` uses it too.
 - Tokens: `new_token()` (``pr_`` + 43 url-safe characters, 256 bits),
   `token_hash()` (sha256; what the store keeps), `token_matches()` (constant time).
 - `acting(principal)` / `current_principal()`: the principal behind the events
@@ -32,7 +35,7 @@ from enum import StrEnum
 from typing import Literal
 
 from orchestrator.core.errors import InvalidInput, NotPermitted
-from orchestrator.harness.textfold import fold, skeleton
+from orchestrator.harness.textfold import fold, lookalike_keys, skeleton
 
 AuthMethod = Literal["token", "session", "proxy", "open"]
 TOKEN_PREFIX = "pr_"
@@ -99,6 +102,9 @@ class Principal:
     display: str
     roles: frozenset[Role] = field(default_factory=frozenset)
     auth: AuthMethod = "open"
+    # The id of the api_tokens row it was authenticated with (auth "token" and
+    # "session"): a web session is bound to it, so a new token ends the session.
+    credential: str | None = field(default=None, compare=False)
 
     @property
     def permissions(self) -> frozenset[Permission]:
@@ -125,6 +131,18 @@ def require(principal: Principal, permission: Permission) -> Principal:
             permission=permission.value,
         )
     return principal
+
+
+def grant_refusal(granter: Principal, roles: Iterable[Role], *, what: str) -> str | None:
+    """Why `granter` may not act with `roles` (issue a new token for a person who holds
+    them), or None: an admin acts as nobody with a role the admin does not hold."""
+    missing = sorted(r.value for r in set(roles) - granter.roles)
+    if not missing:
+        return None
+    return (
+        f"{granter.display} may not {what}: the role {', '.join(missing)} is not one "
+        f"{granter.display} holds (an admin acts as nobody with a role they lack)"
+    )
 
 
 def tool_permission(tool: str) -> Permission:
@@ -162,6 +180,16 @@ def name_skeleton(name: str) -> str:
     return skeleton(normalise_name(name))
 
 
+def name_keys(name: str) -> frozenset[str]:
+    """The look-alike keys of a person's name as written (see `textfold.lookalike_keys`)."""
+    return lookalike_keys(" ".join(name.split()))
+
+
+def same_look(a: str, b: str) -> bool:
+    """Whether two names are one person to a reader (case, width, invisibles, confusables)."""
+    return not name_keys(a).isdisjoint(name_keys(b))
+
+
 def parse_roles(values: Iterable[str]) -> frozenset[Role]:
     wanted = [v.strip().lower() for v in values if v.strip()]
     known = {r.value for r in Role}
@@ -194,15 +222,12 @@ class Party:
 
 def self_approval(approver: Principal, parties: Iterable[Party]) -> str | None:
     """Why `approver` may not approve, or None: same principal id, or a name that
-    looks the same (confusable skeleton) as a submitter's or an author's."""
-    mine = skeleton(approver.name)
+    looks the same (`same_look`) as a submitter's or an author's."""
+    mine = name_keys(approver.display) | name_keys(approver.name)
     for party in parties:
         same_id = party.principal_id is not None and party.principal_id == approver.id
-        try:
-            same_look = skeleton(normalise_name(party.name)) == mine
-        except InvalidInput:
-            same_look = False
-        if same_id or same_look:
+        same_name = not mine.isdisjoint(name_keys(party.name))
+        if same_id or same_name:
             return f"{approver.display} {party.what} and cannot approve it"
     return None
 
@@ -254,13 +279,16 @@ __all__ = [
     "acting",
     "current_principal",
     "display_name",
+    "grant_refusal",
     "looks_like_token",
+    "name_keys",
     "name_skeleton",
     "new_token",
     "normalise_name",
     "open_principal",
     "parse_roles",
     "require",
+    "same_look",
     "self_approval",
     "token_hash",
     "token_matches",

@@ -1,6 +1,6 @@
 """Text folding for comparisons a person cannot see the difference in. No I/O.
 
-Two functions, both total (any ``str`` in, a ``str`` out, never an error):
+Total functions (any ``str`` in, never an error):
 
 ``fold(text)``
     NFKC, then casefold, with control, format and other invisible characters
@@ -15,6 +15,19 @@ Two functions, both total (any ``str`` in, a ``str`` out, never an error):
     ``confusables.txt``, NFD again. Two strings with one skeleton look alike
     to a reader: ``skeleton("bоb")`` (Cyrillic ``о``) equals
     ``skeleton("bob")``. A skeleton is for comparing, never for showing.
+    Because it folds case first, a rule of the table for a capital letter
+    (capital ``I`` → ``l``) never applies here: see ``lookalike_keys``.
+
+``lookalike_keys(text)``
+    The keys two names are compared by: ``{skeleton(text), skeleton(fold(S))}``
+    where ``S`` is the UTS #39 skeleton of the NFKC form *as written* (before
+    any case folding). The first key makes case and the lower-case look-alikes
+    one (``Bob``, ``bоb``); the second applies the table's rules for capitals
+    and digits that a reader sees (``aIice`` with a capital i, ``AIice``,
+    Greek ``Ι``, ``b0b`` with a zero are ``alice`` and ``bob``). Two names look
+    alike when their key sets meet (``looks_alike``). The first key is what
+    the users table stores as ``skeleton`` and what open-mode ids are made
+    from, so it keeps its meaning.
 
 The confusables data is the table shipped by the ``confusable_homoglyphs``
 package (Unicode's ``confusables.txt`` as JSON). That table lists each pair in
@@ -88,12 +101,32 @@ def _prototypes() -> dict[str, str]:
     return mapping
 
 
+def _map(text: str) -> str:
+    table = _prototypes()
+    decomposed = unicodedata.normalize("NFD", text)
+    return unicodedata.normalize("NFD", "".join(table.get(ch, ch) for ch in decomposed))
+
+
 def skeleton(text: str) -> str:
     """The UTS #39 confusable skeleton of ``fold(text)``."""
-    table = _prototypes()
-    decomposed = unicodedata.normalize("NFD", fold(text))
-    mapped = "".join(table.get(ch, ch) for ch in decomposed)
-    return unicodedata.normalize("NFD", mapped)
+    return _map(fold(text))
 
 
-__all__ = ["fold", "skeleton"]
+def cased_skeleton(text: str) -> str:
+    """The skeleton of the name as written (NFKC, no invisibles, case kept), then folded and
+    skeletoned again: the capital-letter rules of the table apply before case is lost."""
+    as_written = unicodedata.normalize("NFKC", _strip_invisible(text))
+    return skeleton(_map(as_written))
+
+
+def lookalike_keys(text: str) -> frozenset[str]:
+    """The keys `text` is compared by (see the module docstring)."""
+    return frozenset({skeleton(text), cased_skeleton(text)})
+
+
+def looks_alike(a: str, b: str) -> bool:
+    """Whether a reader could take `a` for `b`: their look-alike keys meet."""
+    return not lookalike_keys(a).isdisjoint(lookalike_keys(b))
+
+
+__all__ = ["cased_skeleton", "fold", "lookalike_keys", "looks_alike", "skeleton"]

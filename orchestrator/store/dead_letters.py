@@ -9,7 +9,11 @@ completes the message's work (so the lease sweeper does not send a known
 poison again) and counts it in `pressroom.dead_letters`, in one transaction.
 
 `requeue` sends one again through the outbox, reopening its work, and marks
-the row requeued; a row is requeued at most once.
+the row requeued; a row is requeued at most once: the mark is a conditional
+`UPDATE … WHERE requeued_at IS NULL` in the same transaction as the outbox
+row, so of concurrent requeues (by full id or by prefix) exactly one sends it
+and the others are refused. A prefix is matched only when it is lowercase hex
+(six characters or more), with LIKE's wildcards escaped.
 """
 
 from __future__ import annotations
@@ -122,9 +126,11 @@ def listing(engine: Engine, *, limit: int = 200) -> list[dict[str, Any]]:
 
 
 def find(s: Session, dead_id: str) -> DeadLetterRow:
-    row = s.get(DeadLetterRow, dead_id, with_for_update=True)
-    if row is None and len(dead_id) >= 6:
-        rows = s.exec(select(DeadLetterRow).where(col(DeadLetterRow.id).startswith(dead_id)).limit(2)).all()
+    row = s.get(DeadLetterRow, dead_id, with_for_update=True) if len(dead_id) <= 64 else None
+    if row is None and 6 <= len(dead_id) <= 64 and all(c in "0123456789abcdef" for c in dead_id):
+        rows = s.exec(
+            select(DeadLetterRow).where(col(DeadLetterRow.id).startswith(dead_id, autoescape=True)).limit(2)
+        ).all()
         row = rows[0] if len(rows) == 1 else None
     if row is None:
         raise NotFound(f"no dead letter {dead_id!r}")
@@ -145,14 +151,23 @@ def requeue(
     if not isinstance(row.body, dict):
         raise Refused(f"dead letter {row.id} has a body that is not a JSON object; it cannot be sent")
     payload: dict[str, Any] = dict(row.body)
+    now = utcnow()
+    claimed = s.execute(
+        update(DeadLetterRow)
+        .where(col(DeadLetterRow.id) == row.id, col(DeadLetterRow.requeued_at).is_(None))
+        .values(requeued_at=now, requeued_by=actor)
+        .execution_options(synchronize_session=False)
+    )
+    if getattr(claimed, "rowcount", 0) != 1:  # another requeue got there first
+        raise Refused(f"dead letter {row.id} was requeued already")
     work_id = payload.get("work_id")
     if isinstance(work_id, str):
         s.execute(
             update(WorkRow)
             .where(col(WorkRow.id) == work_id, col(WorkRow.holder) == DEAD_LETTER_HOLDER)
-            .values(done_at=None, holder=None, lease_until=utcnow() + timedelta(seconds=lease))
+            .values(done_at=None, holder=None, lease_until=now + timedelta(seconds=lease))
         )
-    row.requeued_at = utcnow()
+    row.requeued_at = now  # as the UPDATE wrote them, so the row's later flush agrees
     row.requeued_by = actor
     s.add(row)
     return row, payload

@@ -27,17 +27,28 @@ threadpool from async code)::
 
 `revoke_user` stops the user's tokens and sessions in the same transaction:
 every lookup above also requires the user to be active, so a revoked user's
-cookie or token fails on its next request. Only sha256 hashes of tokens and
+cookie or token fails on its next request. A web session made by signing in
+with a token is bound to that token's row (`web_sessions.token_id`): once
+`issue_token` replaces the token, the session fails too.
+
+Adding a user holds the users table's write lock for the whole transaction
+(PostgreSQL: `LOCK TABLE users IN SHARE ROW EXCLUSIVE MODE`; SQLite: every
+unit of work is `BEGIN IMMEDIATE`), so the "no user yet" check of the first
+user and the look-alike check of every name see every user added before.
+Every token records who issued it (`api_tokens.issued_by`, null for the first
+user's own) and when (`created_at`). Only sha256 hashes of tokens and
 session ids are stored; a lookup finds the row by hash and compares the hashes
 again with `hmac.compare_digest`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
+from sqlalchemy import text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
@@ -50,6 +61,7 @@ from orchestrator.harness.principals import (
     display_name,
     new_token,
     normalise_name,
+    same_look,
     token_hash,
     token_matches,
 )
@@ -66,10 +78,22 @@ class UserView:
     display: str
     roles: tuple[str, ...]
     active: bool
+    added_by: str | None = None  # the display name of the admin who added them (None: the first user)
+    token_issued_by: str | None = None  # who issued their current token (None: at bootstrap, or unknown)
+    token_issued_at: datetime | None = None
 
     def public(self) -> dict[str, object]:
-        """The `users list --json` shape: name, roles, active."""
+        """The `users add/token --json` user: name, roles, active."""
         return {"name": self.display, "roles": list(self.roles), "active": self.active}
+
+    def listed(self) -> dict[str, object]:
+        """The `users list --json` shape: name, roles, active, who added them and who issued their token."""
+        issued = self.token_issued_at.isoformat() if self.token_issued_at else None
+        return {
+            **self.public(),
+            "added_by": self.added_by,
+            "token": {"issued_by": self.token_issued_by, "issued_at": issued} if issued else None,
+        }
 
 
 @dataclass(frozen=True)
@@ -86,11 +110,13 @@ class Issued:
 
 class PeopleStore(Protocol):
     def is_open(self) -> bool: ...
-    def add_user(self, name: str, roles: frozenset[Role], *, by: str | None) -> Issued: ...
+    def add_user(
+        self, name: str, roles: frozenset[Role], *, by: str | None, first: bool = False
+    ) -> Issued: ...
     def list_users(self) -> list[UserView]: ...
     def find_user(self, name: str) -> UserView | None: ...
     def revoke_user(self, name: str) -> UserView: ...
-    def issue_token(self, name: str) -> Issued: ...
+    def issue_token(self, name: str, *, by: str | None = None) -> Issued: ...
     def set_roles(self, name: str, roles: frozenset[Role]) -> UserView: ...
     def authenticate(self, token: str) -> Principal | None: ...
     def principal_by_name(self, name: str, auth: AuthMethod = "proxy") -> Principal | None: ...
@@ -158,16 +184,25 @@ class SqlPeopleStore:
             return not any_user(s)
 
     # -- users ------------------------------------------------------------------
-    def add_user(self, name: str, roles: frozenset[Role], *, by: str | None) -> Issued:
+    def add_user(self, name: str, roles: frozenset[Role], *, by: str | None, first: bool = False) -> Issued:
+        """Add a user and their first token. `first`: only while no user exists (the bootstrap
+        admin); under the users lock, so of concurrent first adds exactly one wins."""
         normal = normalise_name(name)
         shape = skeleton(normal)
         token = new_token()
         try:
             with unit_of_work(self.engine) as uow:
                 s = uow.session
-                clash = s.exec(select(UserRow).where(col(UserRow.skeleton) == shape)).first()
-                if clash is not None:
-                    raise InvalidInput(f"the name {name!r} looks like the existing user {clash.display!r}")
+                _lock_users(s)
+                if first and any_user(s):
+                    raise Refused(
+                        "a user exists already (closed mode): an admin's token is needed to add one"
+                    )
+                for other in s.exec(select(UserRow)).all():
+                    if other.skeleton == shape or same_look(name, other.display) or other.name == normal:
+                        raise InvalidInput(
+                            f"the name {name!r} looks like the existing user {other.display!r}"
+                        )
                 row = UserRow(
                     name=normal,
                     skeleton=shape,
@@ -177,7 +212,7 @@ class SqlPeopleStore:
                 )
                 s.add(row)
                 s.flush()
-                s.add(TokenRow(user_id=row.id, token_hash=token_hash(token)))
+                s.add(TokenRow(user_id=row.id, token_hash=token_hash(token), issued_by=by))
                 view = _view(row)
         except IntegrityError:
             raise InvalidInput(f"the name {name!r} is taken") from None
@@ -185,7 +220,22 @@ class SqlPeopleStore:
 
     def list_users(self) -> list[UserView]:
         with Session(self.engine) as s:
-            return [_view(r) for r in s.exec(select(UserRow).order_by(col(UserRow.created_at))).all()]
+            users = s.exec(select(UserRow).order_by(col(UserRow.created_at))).all()
+            names = {u.id: u.display for u in users}
+            live = s.exec(select(TokenRow).where(col(TokenRow.revoked_at).is_(None))).all()
+            current = {t.user_id: t for t in sorted(live, key=lambda t: _aware(t.created_at))}
+            out = []
+            for u in users:
+                tok = current.get(u.id)
+                out.append(
+                    dataclasses.replace(
+                        _view(u),
+                        added_by=names.get(u.created_by or ""),
+                        token_issued_by=names.get(tok.issued_by or "") if tok else None,
+                        token_issued_at=_aware(tok.created_at) if tok else None,
+                    )
+                )
+            return out
 
     def find_user(self, name: str) -> UserView | None:
         with Session(self.engine) as s:
@@ -210,8 +260,9 @@ class SqlPeopleStore:
                 s.add(ses)
             return _view(row)
 
-    def issue_token(self, name: str) -> Issued:
-        """A new token for an active user; the user's earlier tokens stop working."""
+    def issue_token(self, name: str, *, by: str | None = None) -> Issued:
+        """A new token for an active user, issued by `by`; the user's earlier tokens stop
+        working, and so do the web sessions signed in with them."""
         token = new_token()
         now = utcnow()
         with unit_of_work(self.engine) as uow:
@@ -222,7 +273,7 @@ class SqlPeopleStore:
             for old in s.exec(select(TokenRow).where(TokenRow.user_id == row.id)).all():
                 old.revoked_at = old.revoked_at or now
                 s.add(old)
-            s.add(TokenRow(user_id=row.id, token_hash=token_hash(token)))
+            s.add(TokenRow(user_id=row.id, token_hash=token_hash(token), issued_by=by))
             return Issued(_view(row), token)
 
     def set_roles(self, name: str, roles: frozenset[Role]) -> UserView:
@@ -253,7 +304,7 @@ class SqlPeopleStore:
             tok, user = found
             if not token_matches(token, tok.token_hash) or tok.revoked_at is not None or not user.active:
                 return None
-            return principal_of(user, "token")
+            return dataclasses.replace(principal_of(user, "token"), credential=tok.id)
 
     def principal_by_name(self, name: str, auth: AuthMethod = "proxy") -> Principal | None:
         with Session(self.engine) as s:
@@ -272,13 +323,17 @@ class SqlPeopleStore:
             user = uow.session.get(UserRow, principal.id)
             if user is None or not user.active:
                 raise Refused(f"{principal.display} is not an active user")
+            proxied = principal.auth == "proxy"
+            if not proxied and principal.credential is None:
+                raise Refused(f"a session for {principal.display} needs the token they signed in with")
             uow.session.add(
                 WebSessionRow(
                     session_hash=token_hash(session_id),
                     user_id=user.id,
-                    auth="proxy" if principal.auth == "proxy" else "session",
+                    auth="proxy" if proxied else "session",
                     created_at=now,
                     expires_at=now + timedelta(seconds=ttl_seconds),
+                    token_id=None if proxied else principal.credential,
                 )
             )
         return session_id
@@ -302,7 +357,13 @@ class SqlPeopleStore:
                 or not user.active
             ):
                 return None
-            return principal_of(user, "proxy" if ses.auth == "proxy" else "session")
+            if ses.auth == "proxy":
+                return principal_of(user, "proxy")
+            # Bound to the token it was signed in with: replaced or revoked, the session ends.
+            tok = s.get(TokenRow, ses.token_id) if ses.token_id else None
+            if tok is None or tok.revoked_at is not None or tok.user_id != user.id:
+                return None
+            return dataclasses.replace(principal_of(user, "session"), credential=tok.id)
 
     def end_session(self, session_id: str) -> None:
         with unit_of_work(self.engine) as uow:
@@ -323,6 +384,12 @@ def _need(s: Session, name: str) -> UserRow:
     if row is None:
         raise NotFound(f"no user named {name!r}")
     return row
+
+
+def _lock_users(s: Session) -> None:
+    """Hold the users table's write lock until the transaction ends (SQLite: already held)."""
+    if s.get_bind().dialect.name == "postgresql":
+        s.execute(text("LOCK TABLE users IN SHARE ROW EXCLUSIVE MODE"))
 
 
 def _admins(s: Session) -> list[str]:

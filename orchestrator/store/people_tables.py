@@ -38,6 +38,7 @@ class TokenRow(SQLModel, table=True):
     token_hash: str = Field(unique=True, description="sha256 hex of the token")
     created_at: datetime = Field(default_factory=utcnow)
     revoked_at: datetime | None = None
+    issued_by: str | None = Field(default=None, description="user id of the issuer; null: the first user's")
 
 
 class WebSessionRow(SQLModel, table=True):
@@ -50,6 +51,7 @@ class WebSessionRow(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
     expires_at: datetime
     revoked_at: datetime | None = None
+    token_id: str | None = Field(default=None, description="the api_tokens row it was signed in with")
 
 
 __all__ = ["TokenRow", "UserRow", "WebSessionRow"]

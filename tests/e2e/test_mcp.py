@@ -456,7 +456,8 @@ def http_server(world: World) -> Iterator[str]:
     """Closed mode: an admin, alice (reviewer: may read, may not submit or publish) and
     bob (author and operator); the server takes their tokens from the user store."""
     port = free_port()
-    world.token = world.add_user("admin", "admin", "author")
+    # an admin grants only roles they hold
+    world.token = world.add_user("admin", "admin", "author", "reviewer", "operator")
     world.add_user("alice", "reviewer")
     world.add_user("bob", "author", "operator")
     log = open(world.root / "mcp-http.log", "w")

@@ -19,7 +19,7 @@ def sqlite_people(tmp_path: Path) -> People:
 
 def test_prune_and_dead_letters_need_the_operator_role(sqlite_people: People, corpus: Path) -> None:
     p = sqlite_people
-    p.add("admin", "admin", by=None)
+    p.add("admin", "admin", "author", "reviewer", "operator", by=None)  # grants only roles it holds
     p.add("dana", "author")
     p.add("olga", "operator")
     p.submit(corpus, f"site:{p.cli.cwd / 'site'}", p.tokens["dana"])
@@ -46,7 +46,7 @@ def test_prune_and_dead_letters_need_the_operator_role(sqlite_people: People, co
 def test_retry_fork_and_cancel_through_the_console_script(sqlite_people: People, corpus: Path) -> None:
     """Operators retry, fork and cancel; everyone else is refused; each refusal is one line."""
     p = sqlite_people
-    p.add("admin", "admin", by=None)
+    p.add("admin", "admin", "author", "reviewer", "operator", by=None)  # grants only roles it holds
     p.add("dana", "author")
     p.add("erin", "reviewer")
     p.add("olga", "operator")

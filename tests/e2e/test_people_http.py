@@ -20,6 +20,8 @@ from tests.conftest import PRESSROOM, base_env, free_port
 from tests.support.processes import Processes, wait_until
 
 BRIEF = "the history of the library network"
+# An admin grants only roles they hold, so the first one holds those it hands out.
+ADMIN_ROLES = ("--role", "admin", "--role", "author", "--role", "reviewer")
 
 
 def cli_json(env: dict[str, str], *args: str, token: str | None = None) -> dict[str, Any]:
@@ -48,7 +50,7 @@ def start_server(tmp_path: Path, users: bool) -> Iterator[Server]:
     )
     tokens: dict[str, str] = {}
     if users:
-        tokens["admin"] = cli_json(env, "users", "add", "admin", "--role", "admin")["token"]
+        tokens["admin"] = cli_json(env, "users", "add", "admin", *ADMIN_ROLES)["token"]
         for name, roles in (("dana", ["author"]), ("erin", ["reviewer"]), ("bob", ["author", "reviewer"])):
             args = [a for r in roles for a in ("--role", r)]
             tokens[name] = cli_json(env, "users", "add", name, *args, token=tokens["admin"])["token"]

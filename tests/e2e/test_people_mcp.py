@@ -30,7 +30,7 @@ from tests.e2e.test_mcp import (  # noqa: F401  (fixtures)
 
 
 def closed_world(world: World) -> None:
-    world.token = world.add_user("admin", "admin", "author")
+    world.token = world.add_user("admin", "admin", "author", "reviewer", "operator")
     world.add_user("erin", "reviewer")
     world.add_user("dana", "author")
 

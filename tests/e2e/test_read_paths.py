@@ -150,7 +150,7 @@ def test_errors_read_the_same(db: Db, args: list[str], code: int) -> None:
 def test_closed_mode_is_as_strict_on_both_paths(tmp_path: Path) -> None:
     db = Db(tmp_path)
     sid = _submit(db, "closed")
-    admin = db.json("users", "add", "ada", "--role", "admin")["token"]
+    admin = db.json("users", "add", "ada", "--role", "admin", "--role", "reviewer")["token"]
     done = db.run("users", "add", "rex", "--role", "reviewer", "--json", PRESSROOM_TOKEN=admin)
     assert done.returncode == 0, done.stderr
     reader = json.loads(done.stdout)["token"]

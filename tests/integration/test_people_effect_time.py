@@ -25,6 +25,8 @@ from tests.support.processes import Processes, saga_state, wait_until
 from tests.support.webhook_server import WebhookServer
 
 BRIEF = "history of the library network"
+# An admin grants only roles they hold, so the first one holds those it hands out.
+GRANTS = ("--role", "author", "--role", "reviewer")
 
 
 def run(env: dict[str, str], *args: str, token: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -41,7 +43,7 @@ def run_json(env: dict[str, str], *args: str, token: str | None = None) -> dict[
 
 def people_and_saga(env: dict[str, str], corpus: Path, dest: str) -> tuple[dict[str, str], str]:
     """admin, dana (author) and erin (reviewer); a saga by dana in ready-for-review (agents in-process)."""
-    tokens = {"admin": run_json(env, "users", "add", "admin", "--role", "admin")["token"]}
+    tokens = {"admin": run_json(env, "users", "add", "admin", "--role", "admin", *GRANTS)["token"]}
     for name, role in (("dana", "author"), ("erin", "reviewer")):
         tokens[name] = run_json(env, "users", "add", name, "--role", role, token=tokens["admin"])["token"]
     inline = {**env, "PRESSROOM_BROKER_URL": "inline://"}

@@ -92,7 +92,8 @@ def people_and_a_saga(tmp_path: Path, **settings: str) -> tuple[dict[str, str], 
         **settings,
     )
     cli = Cli(env, tmp_path)
-    tokens = {"admin": cli.json("users", "add", "admin", "--role", "admin")["token"]}
+    every = [arg for role in ("admin", "author", "reviewer", "operator") for arg in ("--role", role)]
+    tokens = {"admin": cli.json("users", "add", "admin", *every)["token"]}  # grants only roles it holds
     admin = Cli({**env, "PRESSROOM_TOKEN": tokens["admin"]}, tmp_path)
     for name, roles in (("rita", ["reviewer"]), ("sam", ["author", "reviewer"]), ("otto", ["operator"])):
         args = [arg for role in roles for arg in ("--role", role)]
