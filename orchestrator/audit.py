@@ -3,14 +3,18 @@
 Three checks, read in one snapshot:
 
 1. the event chain — each of the saga's events, in `seq` order, links to the
-   one before it and hashes to its stored hash (`harness.event_chain`);
+   one before it and hashes to its stored hash (`harness.event_chain`): keyed
+   under the chain key this process holds for the database, plain SHA-256 for
+   events up to the signed cutover (`store.chain_keys`);
 2. the state — `sagas.reducer.reduce(events)` equals the stored saga row and
    its steps (state, head version, each step's state and key);
 3. the checkpoint chain — `harness.checkpoints.verify_chain`, and every
    checkpoint names an intent event of the saga.
 
-`verify(engine, saga_id)` returns the report; `problems` lists every
-mismatch found, the first one first. Reads only.
+`verify(engine, saga_id, against=…)` returns the report; `problems` lists every
+mismatch found, the first one first. Reads only. With a checkpoint
+(`audit_checkpoint.export`), it also checks that the saga's first events are
+still those the checkpoint saw (`audit_checkpoint.compare`).
 """
 
 from __future__ import annotations
@@ -21,22 +25,31 @@ from pydantic import ValidationError
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
+from orchestrator.audit_checkpoint import Checkpoint, compare, snapshot
+from orchestrator.core.errors import NotFound
 from orchestrator.harness.checkpoints import AgentState, verify_chain
 from orchestrator.harness.event_chain import HASHED_FIELDS, first_broken
+from orchestrator.store.chain_keys import key_of, plain_upto
 from orchestrator.store.tables import CheckpointRow, EventRow, SagaRow, StepRow
 from sagas import records
 from sagas.reducer import EventLogMismatch, LoggedEvent, SagaView, differences, reduce, stored_view
 
 
-def verify(engine: Engine, saga_id: str) -> dict[str, Any]:
-    """The audit report of one saga (by id or unique prefix); `NotFound` when there is none."""
-    bind = (
-        engine.execution_options(isolation_level="REPEATABLE READ")
-        if engine.dialect.name == "postgresql"
-        else engine
-    )
-    with Session(bind) as s:
-        saga = records.find_saga(s, saga_id)
+def verify(
+    engine: Engine, saga_id: str, *, against: Checkpoint | None = None, key: bytes | None = None
+) -> dict[str, Any]:
+    """The audit report of one saga (by id or unique prefix); `NotFound` when there is none,
+    unless `against` lists it: then it was removed, and that is the report's problem. `key`:
+    the chain key (default: the one this process holds for the database)."""
+    key = key or key_of(engine)
+    with Session(snapshot(engine)) as s:
+        try:
+            saga = records.find_saga(s, saga_id)
+        except NotFound:
+            if against is None or saga_id not in against.sagas:
+                raise
+            return _gone(saga_id, against)
+        upto, cutover_problem = plain_upto(s.connection(), key)
         events = list(s.exec(select(EventRow).where(EventRow.saga_id == saga.id).order_by(col(EventRow.seq))))
         checkpoints = list(
             s.exec(
@@ -46,29 +59,64 @@ def verify(engine: Engine, saga_id: str) -> dict[str, Any]:
         steps = list(
             s.exec(select(StepRow).where(StepRow.saga_id == saga.id).order_by(col(StepRow.position)))
         )
-        return _report(saga, events, checkpoints, steps)
+        report = _report(saga, events, checkpoints, steps, key, upto, cutover_problem)
+    if against is not None:
+        found = compare(against, saga.id, [(e.seq or 0, e.hash) for e in events])
+        report["checkpoint_file"] = found
+        if found["problem"]:
+            report["problems"].append(found["problem"])
+            report["ok"] = False
+    return report
+
+
+def _gone(saga_id: str, against: Checkpoint) -> dict[str, Any]:
+    listed = against.sagas[saga_id]
+    problem = (
+        f"checkpoint: saga {saga_id} had {listed['count']} events at the checkpoint "
+        f"({against.created_at}) and is gone from the database"
+    )
+    return {
+        "saga_id": saga_id,
+        "ok": False,
+        "events": {"count": 0, "ok": False},
+        "checkpoints": {"count": 0, "ok": False},
+        "state": {"ok": False, "stored": None, "derived": None},
+        "checkpoint_file": {"listed": True, "count": listed["count"], "problem": problem},
+        "problems": [problem],
+    }
 
 
 def _report(
-    saga: SagaRow, events: list[EventRow], checkpoints: list[CheckpointRow], steps: list[StepRow]
+    saga: SagaRow,
+    events: list[EventRow],
+    checkpoints: list[CheckpointRow],
+    steps: list[StepRow],
+    key: bytes,
+    upto: int,
+    cutover_problem: str | None,
 ) -> dict[str, Any]:
-    event_problems = _event_chain(events)
+    event_problems = _event_chain(events, key, upto)
+    if event_problems and cutover_problem:
+        event_problems.append(cutover_problem)
     checkpoint_problems = _checkpoint_chain(checkpoints, events)
     state, state_problems = _state(saga, events, steps)
     problems = event_problems + state_problems + checkpoint_problems
+    plain = sum(1 for e in events if (e.seq or 0) <= upto)
     return {
         "saga_id": saga.id,
         "ok": not problems,
-        "events": {"count": len(events), "ok": not event_problems},
+        "events": {"count": len(events), "ok": not event_problems, "plain": plain},
         "checkpoints": {"count": len(checkpoints), "ok": not checkpoint_problems},
         "state": {"ok": not state_problems, **state},
         "problems": problems,
     }
 
 
-def _event_chain(events: list[EventRow]) -> list[str]:
+def _event_chain(events: list[EventRow], key: bytes, upto: int) -> list[str]:
+    """The first broken link: events up to the cutover are plain (they come first, by seq)."""
     links = [(e.prev_hash, e.hash, {name: getattr(e, name) for name in HASHED_FIELDS}) for e in events]
-    broken = first_broken(links)
+    plain = sum(1 for e in events if (e.seq or 0) <= upto)
+    broken = first_broken(links, key, plain)
     if broken is None:
         return []
     index, why = broken

@@ -1,14 +1,25 @@
-"""The hash chain over a saga's events. No I/O.
+"""The keyed chain over a saga's events. No I/O.
 
-Each event stores the hash of the saga's previous event (`GENESIS` for the
-first) and its own hash over that link and a canonical serialisation of its
+Each event stores the link of the saga's previous event (`GENESIS` for the
+first) and its own link over that and a canonical serialisation of its
 fields, like the checkpoints do: an edited, inserted or removed event breaks
 the chain from there on. Times are hashed as naive UTC with microseconds, the
 form both SQLite and PostgreSQL give back.
+
+Links are keyed: sha256 over the previous link, the event's canonical bytes and
+its tag, an HMAC-SHA256 of those bytes under the chain key (`chain_key`, derived
+from the signing key with a label of its own). Tags are never stored and the
+database does not hold the key, so whoever can write the events table but
+lacks the key cannot re-link an edited, removed or moved event.
+Events written before keyed links existed keep plain SHA-256 links
+(`event_hash`); which ones those are is the signed cutover (`cutover_mac`), so a
+forger cannot pass a rewritten event off as an old one.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -58,25 +69,96 @@ def canonical_event(fields: Mapping[str, Any]) -> bytes:
 
 
 def event_hash(prev_hash: str, fields: Mapping[str, Any]) -> str:
+    """A plain (legacy) link: sha256 over the previous link and the event's canonical bytes."""
     return link_hash(prev_hash, canonical_event(fields))
 
 
 def link_hash(prev_hash: str, canonical: bytes) -> str:
-    """An event's hash from its predecessor's and its own `canonical_event` bytes: the rule
-    a PostgreSQL statement that links an event itself computes too (`ChainedEvent`)."""
+    """A plain (legacy) link from its predecessor's and its own `canonical_event` bytes."""
     return sha256_hex(prev_hash.encode() + canonical)
 
 
-def first_broken(links: Sequence[tuple[str, str, Mapping[str, Any]]]) -> tuple[int, str] | None:
-    """The index of the first broken link in [(prev_hash, hash, fields)] and why, or None."""
+# Labels keep the keys derived from the one signing key apart from each other and from
+# the approval signatures made with the signing key itself.
+CHAIN_LABEL = b"pressroom event chain v2"
+CHECKPOINT_LABEL = b"pressroom audit checkpoint v1"
+CUTOVER_LABEL = b"pressroom chain cutover v1"
+
+
+def derive_key(secret: bytes, label: bytes) -> bytes:
+    """A key of its own for `label`, from `secret` (HMAC-SHA256 of the label)."""
+    return hmac.new(secret, label, hashlib.sha256).digest()
+
+
+def chain_key(signing_key: bytes) -> bytes:
+    """The key event links are made with, from the signing key (`Settings.signing_key()`)."""
+    return derive_key(signing_key, CHAIN_LABEL)
+
+
+def event_tag(key: bytes, canonical: bytes) -> bytes:
+    """An event's tag: HMAC-SHA256 under the chain key over its `canonical_event` bytes.
+    Never stored: only a holder of the key can compute it, so only they can link an event."""
+    return hmac.new(key, canonical, hashlib.sha256).digest()
+
+
+def keyed_link(key: bytes, prev_hash: str, canonical: bytes) -> str:
+    """An event's link: sha256 over the previous link, the event's canonical bytes and its
+    `event_tag`. The rule a PostgreSQL statement that links an event itself computes too
+    (`ChainedEvent`: the tag is computed here and bound, so the key never leaves the process)."""
+    return sha256_hex(prev_hash.encode() + canonical + event_tag(key, canonical))
+
+
+def keyed_event_hash(key: bytes, prev_hash: str, fields: Mapping[str, Any]) -> str:
+    return keyed_link(key, prev_hash, canonical_event(fields))
+
+
+def cutover_mac(key: bytes, plain_upto: int) -> str:
+    """The signature of the cutover: events with `seq <= plain_upto` have plain links."""
+    return hmac.new(derive_key(key, CUTOVER_LABEL), str(plain_upto).encode(), hashlib.sha256).hexdigest()
+
+
+def checkpoint_mac(key: bytes, body: Mapping[str, Any]) -> str:
+    """The signature of an exported checkpoint's body (everything but `mac`)."""
+    return hmac.new(derive_key(key, CHECKPOINT_LABEL), canonical_json(dict(body)), hashlib.sha256).hexdigest()
+
+
+def first_broken(
+    links: Sequence[tuple[str, str, Mapping[str, Any]]], key: bytes | None = None, plain: int | None = None
+) -> tuple[int, str] | None:
+    """The index of the first broken link in [(prev_hash, hash, fields)] and why, or None.
+
+    The first `plain` links are plain SHA-256 (legacy), the rest keyed with `key`; without a
+    key every link is plain."""
+    plain_count = len(links) if key is None else (plain or 0)
     expected_prev = GENESIS
     for i, (prev, digest, fields) in enumerate(links):
         if prev != expected_prev:
             return i, "its prev_hash does not name the event before it"
-        if event_hash(prev, fields) != digest:
+        if i < plain_count or key is None:
+            expected = event_hash(prev, fields)
+        else:
+            expected = keyed_event_hash(key, prev, fields)
+        if not hmac.compare_digest(expected, digest):
             return i, "its hash does not match its fields"
         expected_prev = digest
     return None
 
 
-__all__ = ["GENESIS", "HASHED_FIELDS", "canonical_event", "event_hash", "first_broken", "link_hash"]
+__all__ = [
+    "CHAIN_LABEL",
+    "CHECKPOINT_LABEL",
+    "CUTOVER_LABEL",
+    "GENESIS",
+    "HASHED_FIELDS",
+    "canonical_event",
+    "chain_key",
+    "checkpoint_mac",
+    "cutover_mac",
+    "derive_key",
+    "event_hash",
+    "first_broken",
+    "event_tag",
+    "keyed_event_hash",
+    "keyed_link",
+    "link_hash",
+]

@@ -3,10 +3,12 @@
 `add_event` (ORM), `insert_event` (one prebuilt Core INSERT, for the hot
 paths: the harness's records) and `WithEvent` (an event carried by the
 statement of the row it records, as a CTE on PostgreSQL: one round trip for
-both) all take the saga's chain head through `_link`, which hashes the new
-event onto it (`orchestrator.harness.event_chain`). `ChainedEvent` is for a
+both) all take the saga's chain head through `_link`, which links the new
+event onto it (`orchestrator.harness.event_chain`: HMAC-SHA256 under the chain
+key this process holds for the database, `orchestrator.store.chain_keys`). `ChainedEvent` is for a
 PostgreSQL statement that takes the chain itself (the consumer's `settle`,
-with `message applied`): the server hashes that link by the same rule, and
+with `message applied`): the server computes that link by the same rule (the
+event's keyed tag is computed here and bound; the key stays in the process), and
 the hash it returns is checked here before the transaction goes on. The head is read once per
 transaction under the saga row's lock (on PostgreSQL one call of
 `pressroom_hold_chain`, migration 0006: the row `FOR UPDATE`, then the head
@@ -40,9 +42,11 @@ from sqlalchemy import (
 )
 from sqlmodel import Session
 
-from orchestrator.harness.event_chain import GENESIS, canonical_event, event_hash, link_hash
+from orchestrator.harness.digests import sha256_hex
+from orchestrator.harness.event_chain import GENESIS, canonical_event, event_tag, keyed_event_hash
 from orchestrator.harness.ports import EventTimes
 from orchestrator.harness.principals import current_principal
+from orchestrator.store.chain_keys import key_of
 from orchestrator.store.tables import EventRow, new_id, utcnow
 
 _HEADS = "pressroom.event_heads"
@@ -128,12 +132,17 @@ def acting_fields() -> dict[str, str | None]:
     return {"principal_id": principal.id, "auth_method": principal.auth}
 
 
+def _key(session: Session) -> bytes:
+    bind = session.get_bind()
+    return key_of(bind.engine)
+
+
 def _link(session: Session, values: dict[str, Any]) -> None:
     """Set `prev_hash` and `hash` on an event's values: the only place they are computed."""
     saga_id = values.get("saga_id")
     prev = GENESIS if saga_id is None else hold_chain(session, saga_id)
     values["prev_hash"] = prev
-    values["hash"] = event_hash(prev, values)
+    values["hash"] = keyed_event_hash(_key(session), prev, values)
     if saga_id is not None:
         _heads(session)[saga_id] = values["hash"]
 
@@ -202,9 +211,9 @@ class ChainedEvent:
     `WithEvent` needs the chain held first: its event's link is hashed here. This
     one is for a statement that holds the chain (`pressroom_hold_chain`) in the
     same round trip: the server links the event onto the head the lock gave, by
-    `event_hash`'s rule (sha256 over the previous hash's bytes, then the
-    event's canonical bytes, which are computed here and bound as
-    `ev_canonical`). `ctes(when)` gives the two CTEs to add to the statement: the
+    `keyed_link`'s rule (sha256 over the previous hash's bytes, the event's
+    canonical bytes and its keyed tag, both computed here and bound as
+    `ev_canonical` and `ev_tag`). `ctes(when)` gives the two CTEs to add to the statement: the
     head, and the event's INSERT, which writes only where `when` holds; the
     statement selects `head_of` and `hash_of` and hands both to `written`. A row
     the statement changes besides waits for the lock through `after_head`.
@@ -219,7 +228,11 @@ class ChainedEvent:
     def ctes(self, when: ColumnElement[bool] | None = None) -> tuple[CTE, CTE]:
         prev = self.head.c.prev
         link = func.encode(
-            func.sha256(func.convert_to(prev, "UTF8").op("||")(bindparam("ev_canonical", type_=LargeBinary))),
+            func.sha256(
+                func.convert_to(prev, "UTF8")
+                .op("||")(bindparam("ev_canonical", type_=LargeBinary))
+                .op("||")(bindparam("ev_tag", type_=LargeBinary))
+            ),
             "hex",
         )
         rows = select(*(bindparam(f"ev_{c.name}", type_=c.type) for c in _FIELD_COLUMNS), prev, link)
@@ -262,19 +275,22 @@ class ChainedEvent:
         values = _values(fields)
         if values.get("saga_id") is None:
             raise ValueError("a chained event belongs to a saga")
+        canonical = canonical_event(values)
         return {
             **{f"ev_{c.name}": values.get(c.name) for c in _FIELD_COLUMNS},
-            "ev_canonical": canonical_event(values),
+            "ev_canonical": canonical,
+            "ev_tag": event_tag(_key(session), canonical),
         }
 
     @staticmethod
     def written(session: Session, params: dict[str, Any], head: str, new_hash: str | None) -> None:
         """Keep the chain held after the statement ran: its head is the new event's hash when
         one was written, the head the lock gave otherwise. A link the server computed
-        otherwise than `link_hash` would raise here, before the transaction commits."""
+        otherwise than `keyed_link` would raise here, before the transaction commits."""
         saga_id = params["ev_saga_id"]
-        if new_hash is not None and new_hash != link_hash(head, params["ev_canonical"]):
-            raise RuntimeError(f"the server linked an event of saga {saga_id} unlike link_hash")
+        expected = sha256_hex(head.encode() + params["ev_canonical"] + params["ev_tag"])
+        if new_hash is not None and new_hash != expected:
+            raise RuntimeError(f"the server linked an event of saga {saga_id} unlike keyed_link")
         _heads(session)[saga_id] = new_hash or head
 
 

@@ -15,18 +15,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from alembic import command
-from alembic.autogenerate import compare_metadata
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from sqlalchemy import MetaData, inspect
+from sqlalchemy import MetaData, inspect, text
 from sqlalchemy.engine import Connection
 from sqlmodel import SQLModel
 
+from orchestrator.store.migration_head import shipped_head
+
+if TYPE_CHECKING:
+    from alembic.config import Config
+
 import orchestrator.store.budget  # noqa: F401  (saga_budgets)
+import orchestrator.store.chain_keys  # noqa: F401  (chain_marks)
 import orchestrator.store.ops_tables  # noqa: F401  (registers the tables)
 import orchestrator.store.outbox_tables  # noqa: F401  (registers the outbox and inbox tables)
 import orchestrator.store.people_tables  # noqa: F401  (users, api_tokens, web_sessions)
@@ -42,6 +43,10 @@ def target_metadata() -> MetaData:
 
 
 def alembic_config(connection: Connection | None = None) -> Config:
+    # Alembic is loaded only to change or compare the schema: a database already at the
+    # head is recognised by one query (`current_revision`) and the files' head.
+    from alembic.config import Config
+
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
     cfg.attributes["connection"] = connection
@@ -50,13 +55,25 @@ def alembic_config(connection: Connection | None = None) -> Config:
 
 @cache
 def head_revision() -> str:
-    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    head = shipped_head()
+    if head is None:  # not one plain chain: Alembic reads it
+        from alembic.script import ScriptDirectory
+
+        head = ScriptDirectory.from_config(alembic_config()).get_current_head()
     assert head is not None, "no migrations shipped"
     return head
 
 
 def current_revision(conn: Connection) -> str | None:
-    return MigrationContext.configure(conn).get_current_revision()
+    """The database's revision: None with no `alembic_version` table (or an empty one)."""
+    if not inspect(conn).has_table("alembic_version"):
+        return None
+    rows = conn.execute(text("SELECT version_num FROM alembic_version")).all()
+    if len(rows) > 1:  # several heads: Alembic says what that means
+        from alembic.runtime.migration import MigrationContext
+
+        return MigrationContext.configure(conn).get_current_revision()
+    return str(rows[0][0]) if rows else None
 
 
 @dataclass(frozen=True)
@@ -75,6 +92,8 @@ def upgrade(conn: Connection) -> Upgrade:
     head = head_revision()
     if before == head:
         return Upgrade(before, head, False)
+    from alembic import command
+
     cfg = alembic_config(conn)
     stamped = False
     if before is None and inspect(conn).has_table("sagas"):
@@ -93,6 +112,9 @@ def differences(conn: Connection) -> list[str]:
         return [
             f"the database is at revision {found or 'none'}, the head is {head}: run pressroom db upgrade"
         ]
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
+
     context = MigrationContext.configure(conn, opts={"compare_type": True})
     return [_describe(diff) for diff in compare_metadata(context, target_metadata())]
 

@@ -15,7 +15,8 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from orchestrator.harness.event_chain import HASHED_FIELDS, event_hash, first_broken
+from orchestrator.harness.event_chain import HASHED_FIELDS, first_broken, keyed_event_hash
+from orchestrator.store.chain_keys import key_of
 from orchestrator.store.db import make_engine, unit_of_work
 from orchestrator.store.events import add_event, insert_event
 from orchestrator.store.harness_store import SqlHarnessStore
@@ -59,9 +60,9 @@ def run_all(threads: list[threading.Thread]) -> None:
         t.join(timeout=120)
 
 
-def assert_one_chain(rows: list[EventRow]) -> None:
+def assert_one_chain(rows: list[EventRow], key: bytes) -> None:
     links = [(r.prev_hash, r.hash, {n: getattr(r, n) for n in HASHED_FIELDS}) for r in rows]
-    assert first_broken(links) is None
+    assert first_broken(links, key) is None
     assert len({r.prev_hash for r in rows}) == len(rows)  # no event has two successors
 
 
@@ -96,8 +97,8 @@ def test_concurrent_writers_of_one_saga_never_fork_its_chain(engine: Engine) -> 
     assert errors == []
     rows = chain_of(engine, saga_id)
     assert len(rows) == 1 + WRITERS * (EACH // 2) * 4
-    assert_one_chain(rows)
-    assert_one_chain(chain_of(engine, other))
+    assert_one_chain(rows, key_of(engine))
+    assert_one_chain(chain_of(engine, other), key_of(engine))
 
 
 def test_on_postgresql_a_second_writer_waits_for_the_first(request: pytest.FixtureRequest) -> None:
@@ -134,7 +135,7 @@ def test_on_postgresql_a_second_writer_waits_for_the_first(request: pytest.Fixtu
         assert done.is_set()
         rows = chain_of(eng, saga_id)
         assert [r.actor for r in rows] == ["dana", "first", "second"]
-        assert_one_chain(rows)
+        assert_one_chain(rows, key_of(eng))
     finally:
         eng.dispose()
 
@@ -152,7 +153,9 @@ def test_a_fork_cannot_be_stored(engine: Engine) -> None:
             "detail": {},
             "created_at": utcnow(),
         }
-        row = EventRow(**fields, prev_hash=head.hash, hash=event_hash(head.hash, fields))
+        row = EventRow(
+            **fields, prev_hash=head.hash, hash=keyed_event_hash(key_of(engine), head.hash, fields)
+        )
         if n == 0:
             with unit_of_work(engine) as uow:
                 uow.session.add(row)
@@ -172,7 +175,7 @@ def _held_work(engine: Engine, saga_id: str, holder: str) -> str:
 def test_an_event_the_server_links_in_a_consumers_settle_joins_the_chain(engine: Engine) -> None:
     """`settle` with its event: on PostgreSQL the server takes the chain and hashes the link
     (`ChainedEvent`); racing other writers, the chain stays one, each link verifies with
-    `event_hash`, and what the transaction writes next chains onto the server's link."""
+    `keyed_event_hash`, and what the transaction writes next chains onto the server's link."""
     saga_id = new_saga(engine)
     store = SqlHarnessStore(engine)
     works = [(f"m-{uuid.uuid4().hex}", n) for n in range(WRITERS)]
@@ -214,7 +217,7 @@ def test_an_event_the_server_links_in_a_consumers_settle_joins_the_chain(engine:
     assert errors == []
     rows = chain_of(engine, saga_id)
     assert len(rows) == 1 + 2 * WRITERS + EACH
-    assert_one_chain(rows)
+    assert_one_chain(rows, key_of(engine))
     for n in range(WRITERS):  # each consumer's two events are next to each other, the applied one first
         mine = [r.status for r in rows if r.actor == f"c{n}"]
         assert mine == ["applied", "after"]
@@ -284,6 +287,6 @@ def test_on_postgresql_a_result_waits_for_the_saga_before_it_locks_its_ledger_ro
         rows = chain_of(eng, saga_id)
         assert [r.status for r in rows] == ["submitted", "ok"]
         assert rows[-1].event_id == done.event_id
-        assert_one_chain(rows)
+        assert_one_chain(rows, key_of(eng))
     finally:
         eng.dispose()
