@@ -8,6 +8,7 @@ passed in (`now`) where a test needs to move it.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -19,13 +20,15 @@ from orchestrator import retention
 from orchestrator.app import App
 from orchestrator.core.durations import parse_duration
 from orchestrator.core.routing import TASKS, queue_of
-from orchestrator.harness.principals import Permission, Principal, require
+from orchestrator.harness.principals import Permission, Principal, acting, require
+from orchestrator.harness.spec import ToolCall, ToolStatus
 from orchestrator.people import as_principal
 from orchestrator.store import dead_letters
 from orchestrator.store.db import unit_of_work
 from orchestrator.store.harness_store import add_event
 from orchestrator.store.tables import SagaRow
 from orchestrator.store.work import abandon_open_work
+from orchestrator.toolpath.call import Caller
 from sagas import decider, records
 from sagas.machine import SagaEvent, SagaState
 from sagas.reducer import PRUNED, snapshot_detail, stored_view
@@ -133,6 +136,55 @@ def requeue_dead_letter(app: App, dead_id: str, *, actor: Principal | str) -> di
     return out
 
 
+def ask_unsettled(app: App, saga_id: str, *, actor: Principal | str) -> dict[str, Any]:
+    """What each unsettled step's destination says now, for the person about to reconcile it.
+
+    Asked through the tool path's read-only `publish.status` as `actor` (who needs
+    `reconcile`), so each question is an event naming them; nothing is published.
+    Each item: `uri`, `state`, `answer` (`applied`, `absent`, `unknown`, or
+    `not asked` when the step has no key yet), `receipt`, `detail`.
+    """
+    who = _operator(app, actor, Permission.RECONCILE)
+    with Session(app.engine) as s:
+        saga = records.find_saga(s, saga_id)
+        sid, state = saga.id, saga.state
+        steps = [
+            (st.uri, st.state, st.version_digest)
+            for st in records.steps(s, sid)
+            if st.state in decider.UNSETTLED
+        ]
+    out = []
+    for uri, step_state, digest in steps:
+        item: dict[str, Any] = {"uri": uri, "state": step_state, "receipt": None}
+        if not digest:
+            out.append({**item, "answer": "not asked", "detail": "the step has no key yet"})
+            continue
+        with acting(who):
+            result = app.harness.call(
+                ToolCall(
+                    tool="publish.status",
+                    arguments={"saga_id": sid, "destination": uri, "version_digest": digest},
+                    call_id=uuid.uuid4().hex,
+                ),
+                Caller(
+                    actor=who.display, capabilities=frozenset({"publish.status"}), saga_id=sid, principal=who
+                ),
+            )
+        found = result.output if result.status is ToolStatus.OK and isinstance(result.output, dict) else {}
+        if found:
+            out.append(
+                {
+                    **item,
+                    "answer": found.get("kind"),
+                    "receipt": found.get("receipt"),
+                    "detail": found.get("detail"),
+                }
+            )
+        else:
+            out.append({**item, "answer": "unknown", "detail": result.reason or result.status.value})
+    return {"saga_id": sid, "state": state, "destinations": out}
+
+
 def sweep_lapsed_approvals(app: App, now: datetime | None = None) -> int:
     """`approved` sagas whose approval no longer holds go back to ready-for-review."""
     moment = now or app.clock.now()
@@ -187,6 +239,7 @@ def count_overdue_reviews(app: App, now: Callable[[], datetime] | None = None) -
 
 __all__ = [
     "PRUNE_EVERY",
+    "ask_unsettled",
     "count_overdue_reviews",
     "list_dead_letters",
     "prune",

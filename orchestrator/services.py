@@ -9,13 +9,14 @@ are named here too, so every entry point calls one module.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from sqlmodel import Session
 
-from orchestrator import views
+from orchestrator import findings, views
 from orchestrator.app import App
 from orchestrator.core import durations
 from orchestrator.core.errors import (
@@ -38,6 +39,7 @@ from orchestrator.store.tables import SagaRow
 from orchestrator.submission import MAX_BRIEF, index_corpus, refresh_index, submit
 from sagas import records
 from sagas.machine import SagaEvent, SagaState
+from sagas.retry import carried_parties
 from telemetry import metrics, propagation, spans
 
 
@@ -48,7 +50,7 @@ def _parties(s: Session, saga: SagaRow) -> list[Party]:
     parties += [
         Party(v.author_id, v.author, f"wrote version {v.number}") for v in records.versions(s, saga.id)
     ]
-    return parties
+    return parties + carried_parties(s, saga.id)  # a fork: the original's submitter and authors
 
 
 def parse_duration(text: str) -> timedelta:
@@ -57,15 +59,33 @@ def parse_duration(text: str) -> timedelta:
 
 
 def approve(
-    app: App, saga_id: str, *, version: int, actor: Principal | str, expires_in: str | None = None
+    app: App,
+    saga_id: str,
+    *,
+    version: int,
+    actor: Principal | str,
+    expires_in: str | None = None,
+    acknowledged: Sequence[str] | None = None,
 ) -> dict[str, Any]:
+    """Approve the head version. `acknowledged` (the web form's ticks): the ids
+    (`findings.finding_id`) of the review findings the reviewer read; when given,
+    every finding of that version must be among them, and the approval event
+    records them. None (the CLI, the API): no acknowledgement is asked for."""
     who = permitted(app.people, actor, Permission.APPROVE)
     with acting(who):
-        return _approve(app, saga_id, version=version, who=who, expires_in=expires_in)
+        return _approve(
+            app, saga_id, version=version, who=who, expires_in=expires_in, acknowledged=acknowledged
+        )
 
 
 def _approve(
-    app: App, saga_id: str, *, version: int, who: Principal, expires_in: str | None
+    app: App,
+    saga_id: str,
+    *,
+    version: int,
+    who: Principal,
+    expires_in: str | None,
+    acknowledged: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     actor = who.display
     ttl = parse_duration(expires_in) if expires_in else timedelta(seconds=app.settings.approval_ttl)
@@ -80,6 +100,9 @@ def _approve(
         why = self_approval(who, _parties(s, saga))
         if why:
             raise SelfApproval(why, saga_id=saga.id, principal_id=who.id)
+        detail: dict[str, Any] = {"version": version}
+        if acknowledged is not None:
+            detail |= _acknowledged(head.review, version, acknowledged)
         now = app.clock.now()
         binding = ApprovalBinding(
             saga_id=saga.id,
@@ -93,9 +116,7 @@ def _approve(
         row = approval_row(binding, mint(binding, app.signing_key), issued_at=now)
         row.approver_id = who.id
         s.add(row)
-        records.transition(
-            s, saga, SagaEvent.APPROVED, actor=actor, detail={"version": version, "approval_id": row.id}
-        )
+        records.transition(s, saga, SagaEvent.APPROVED, actor=actor, detail={**detail, "approval_id": row.id})
         app.dispatch(
             uow,
             saga_id=saga.id,
@@ -129,6 +150,19 @@ def _approve(
     # Where the work this approval started stands now (inline://: finished).
     final = status(app, str(out["saga_id"]))
     return {**out, "state": final["state"], "reason": final["reason"]}
+
+
+def _acknowledged(review: Mapping[str, Any] | None, version: int, ticked: Sequence[str]) -> dict[str, Any]:
+    """The approval event's record of the findings read; InvalidInput names any not ticked."""
+    found = list((review or {}).get("findings") or [])
+    missing = findings.unacknowledged(found, ticked)
+    if missing:
+        named = "; ".join(f"{f.get('rule')} at {f.get('location') or 'the draft'}" for f in missing[:5])
+        raise InvalidInput(
+            f"tick each finding of version {version} to show you read it before approving; "
+            f"{len(missing)} not ticked: {named}"
+        )
+    return {"acknowledged_findings": findings.acknowledged(found)} if found else {}
 
 
 def reject(app: App, saga_id: str, *, actor: Principal | str, reason: str) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """Read queries for the reviewers' workspace pages (read-only; nothing here writes).
 
-- `queue(...)`: a page of sagas, newest first, filtered by state, by a search
+- `queue(...)`: a page of sagas, newest first (waiting for review: the
+  longest waiting first), filtered by state, by a search
   (saga id prefix, or words in the brief or the head version's title), and
   with `waiting_for` a principal: only sagas in ready-for-review that this
   principal may approve (not its submitter, not an author of a version:
@@ -33,6 +34,7 @@ from orchestrator.store.outbox_tables import OutboxRow
 from orchestrator.store.tables import EventRow, SagaRow, VersionRow, utcnow
 from orchestrator.timeline import Interval
 from sagas.machine import SagaState
+from sagas.retry import carried_parties
 from telemetry import names
 from telemetry.render import parse_moment, phase_bounds
 
@@ -58,9 +60,11 @@ def _parties(s: Session, saga: SagaRow) -> list[Party]:
         )
     ).all()
     parties = [Party(saga.created_by_id, saga.created_by, "submitted the saga")]
-    return parties + [
-        Party(author_id, author, f"wrote version {number}") for number, author, author_id in rows
-    ]
+    return (
+        parties
+        + [Party(author_id, author, f"wrote version {number}") for number, author, author_id in rows]
+        + carried_parties(s, saga.id)
+    )
 
 
 def may_approve(s: Session, saga: SagaRow, principal: Principal) -> bool:
@@ -106,7 +110,16 @@ def queue(
                 func.lower(col(VersionRow.title)).like(pattern, escape="\\"),
             )
         )
-    query = query.order_by(col(SagaRow.created_at).desc(), col(SagaRow.id).desc())
+    # Waiting for review: oldest wait first (by ready_at); else newest first (by created_at).
+    oldest = waiting or waiting_for is not None
+    moment_of = col(SagaRow.ready_at) if oldest else col(SagaRow.created_at)
+    query = query.order_by(
+        *((moment_of.asc(), col(SagaRow.id).asc()) if oldest else (moment_of.desc(), col(SagaRow.id).desc()))
+    )
+
+    def stamp(row: SagaRow) -> datetime:
+        return (row.ready_at or row.created_at) if oldest else row.created_at
+
     kept: list[SagaRow] = []
     cursor = after
     exhausted = False
@@ -115,10 +128,9 @@ def queue(
         if cursor:
             moment, last_id = paging.decode_cursor(cursor)
             batch_query = batch_query.where(
-                or_(
-                    col(SagaRow.created_at) < moment,
-                    and_(col(SagaRow.created_at) == moment, col(SagaRow.id) < last_id),
-                )
+                or_(moment_of > moment, and_(moment_of == moment, col(SagaRow.id) > last_id))
+                if oldest
+                else or_(moment_of < moment, and_(moment_of == moment, col(SagaRow.id) < last_id))
             )
         batch = list(s.exec(batch_query.limit(size + 1)).all())
         exhausted = len(batch) <= size
@@ -126,7 +138,7 @@ def queue(
             if waiting_for is None or may_approve(s, row, waiting_for):
                 kept.append(row)
         if batch:
-            cursor = paging.encode_cursor(batch[-1].created_at, batch[-1].id)
+            cursor = paging.encode_cursor(stamp(batch[-1]), batch[-1].id)
     has_more = len(kept) > size
     kept = kept[:size]
     sagas = [
@@ -137,7 +149,7 @@ def queue(
     return {
         "sagas": sagas,
         "has_more": has_more,
-        "next": paging.encode_cursor(last.created_at, last.id) if has_more and last else None,
+        "next": paging.encode_cursor(stamp(last), last.id) if has_more and last else None,
         "limit": size,
     }
 

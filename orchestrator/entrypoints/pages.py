@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import html
 import json
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -29,6 +30,8 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup
 
 from orchestrator.entrypoints.document import anchor_of
+from orchestrator.entrypoints.web_actions import operator_actions, trace_href
+from orchestrator.findings import finding_id
 from orchestrator.timeline import human
 from sagas.machine import SagaState
 
@@ -54,6 +57,8 @@ _TONES = {
     "uncertain": "unknown",
     "cancelled": "mute",
     "compensated": "mute",
+    "applied": "good",  # a destination's status answer (the reconcile page)
+    "absent": "mute",
 }
 
 
@@ -203,6 +208,8 @@ def environment() -> Environment:
         human=human,
         short=_short,
         anchor=anchor_of,
+        finding_id=finding_id,
+        shell=shlex.quote,
     )
     env.globals.update(saga_href=saga_href, token_field=FORM_TOKEN_FIELD)
     return env
@@ -250,9 +257,10 @@ def saga_list(
 
 
 def list_href(filters: Mapping[str, str], **changes: str | None) -> str:
-    """The list page's URL with `filters`, some changed (None drops one)."""
+    """The list page's URL with `filters`, some changed (None drops one). The view is
+    always named: `/` alone is the visitor's landing view, which differs by role."""
     merged: dict[str, str | None] = {**filters, **changes}
-    query = urlencode({k: v for k, v in merged.items() if v and not (k == "view" and v == "all")})
+    query = urlencode({k: v for k, v in merged.items() if v})
     return "/" + (f"?{query}" if query else "")
 
 
@@ -268,14 +276,17 @@ def saga_page(
     viewer: Viewer | None = None,
     workspace: Mapping[str, Any] | None = None,
     nonce: str | None = None,
+    trace_url: str | None = None,
 ) -> str:
     """The saga page; with `history` None it is the page of one (older or head) version.
 
     `workspace` (see `workspace.load_workspace`) adds the reviewer's workspace:
     the body with its quotes and findings, the versions, the timeline; with
-    `nonce` the page loads its live-update script.
+    `nonce` the page loads its live-update script. `trace_url` is
+    `PRESSROOM_TRACE_URL`, the link the saga's trace id is shown with.
     """
     title = status.get("title") or status["saga_id"]
+    trace_id = (workspace or {}).get("trace_id")
     if history is None and version is not None:
         title = f"v{version['version']} of {title}"
     return render(
@@ -293,6 +304,13 @@ def saga_page(
         workspace=workspace,
         nonce=nonce,
         live_url=saga_href(status["saga_id"], "live") if nonce else None,
+        actions=operator_actions(
+            str(status.get("state")),
+            (str(d.get("state")) for d in status.get("destinations", [])),
+            int(status.get("version") or 0),
+        ),
+        trace_id=trace_id,
+        trace_link=trace_href(trace_url, trace_id),
     )
 
 

@@ -9,7 +9,8 @@ cancel forms, each shown to the roles that may use it; it follows the saga
 live, see `web_live`), `GET /sagas/{id}/versions/{n}`, the list, the diff and
 the live stream (`web_workspace`), `POST /sagas/{id}/approve`,
 `POST /sagas/{id}/reject`, `POST /sagas/{id}/edit` (a new version from the
-form's markdown), `POST /sagas/{id}/cancel`, and sign-in: `GET|POST /sign-in`, `POST /sign-out`.
+form's markdown), the operators' cancel, retry, fork and reconcile
+(`web_ops`), and sign-in: `GET|POST /sign-in`, `POST /sign-out`.
 A form that succeeds answers 303 back to the saga page; one that is refused
 shows the page again with the error and the status of the error table
 (400, 403, 404, 409).
@@ -17,6 +18,9 @@ shows the page again with the error and the status of the error table
 The approve form carries the number of the version rendered above it as a
 hidden field, so approving binds the version the reviewer read:
 `services.approve` refuses any other one (`StaleVersion`).
+When that version's automated review has findings, the form has one `ack`
+checkbox per finding (`findings.finding_id`); `services.approve` refuses the
+approval (400) unless every finding is ticked, and records them.
 
 Who acts (see `web_auth`): in open mode (no user exists) the name typed in
 the form, recorded as unverified, as before people existed. In closed mode
@@ -50,16 +54,17 @@ from orchestrator import services
 from orchestrator.app import App
 from orchestrator.core.errors import InvalidInput, NotAuthenticated, NotFound, PressroomError
 from orchestrator.entrypoints import pages, web_live, web_rules, workspace
-from orchestrator.entrypoints.http_support import media_type, read_body, status_for
+from orchestrator.entrypoints.http_support import media_type, read_body, status_for, whole_number
 from orchestrator.entrypoints.web_auth import Visitor, WebAuth
+from orchestrator.entrypoints.web_ops import OperatorRoutes, acting_as
 from orchestrator.entrypoints.web_rules import problem
 from orchestrator.entrypoints.web_workspace import WorkspaceRoutes
 from orchestrator.harness.principals import Principal
-from orchestrator.people import check_claim
 
 MAX_FORM_BYTES = 64 * 1024
 MAX_EDIT_BYTES = 1024 * 1024  # an edit carries a whole document
 MAX_FORM_FIELDS = 20
+MAX_ACKS = 500  # the approve form's ticks, one per review finding
 
 NOTICES = {
     "approved": "Approval recorded for the version shown; publishing follows. The destinations show the outcome.",
@@ -69,6 +74,7 @@ NOTICES = {
     "cancel-requested": "Cancel requested: the saga stops before its next step, then undoes what it published.",
     "retried": "Retried: the saga runs again from its last good point, with the same keys.",
     "forked": "Forked: this new saga holds the chosen version's bytes and waits for a reviewer.",
+    "reconciled": "Reconciled: the step is settled as you said, and the saga carries on.",
 }
 
 # The fields a refused form is shown again with (never the token).
@@ -94,17 +100,7 @@ def _version_field(form: dict[str, str]) -> int:
     text = form.get("version", "").strip()
     if not text.isdigit():
         raise InvalidInput("the form names no version to approve; reload the page")
-    return int(text)
-
-
-def _actor(visitor: Visitor, form: dict[str, str]) -> Principal | str:
-    """Who acts: the signed-in principal (closed mode) or the typed name (open mode)."""
-    if visitor.mode == "open":
-        return form.get("name", "")
-    principal = WebAuth.acting(visitor)
-    if form.get("name", "").strip():
-        check_claim(principal, form["name"], "name")
-    return principal
+    return whole_number(text, "the version")
 
 
 def _edit_text(app: App, saga_id: str, markdown: str, actor: Principal | str) -> dict[str, Any]:
@@ -125,14 +121,12 @@ class WebPages:
     def routes(self) -> list[Route]:
         return [
             *WorkspaceRoutes(self.app, self.auth, self._reader).routes(),
+            *OperatorRoutes(self.app, self.auth, self).routes(),
             Route("/sagas/{saga_id}", self.saga, methods=["GET"]),
             Route("/sagas/{saga_id}/versions/{number:int}", self.version, methods=["GET"]),
             Route("/sagas/{saga_id}/approve", self.approve, methods=["POST"]),
             Route("/sagas/{saga_id}/reject", self.reject, methods=["POST"]),
             Route("/sagas/{saga_id}/edit", self.edit, methods=["POST"]),
-            Route("/sagas/{saga_id}/cancel", self.cancel, methods=["POST"]),
-            Route("/sagas/{saga_id}/retry", self.retry, methods=["POST"]),
-            Route("/sagas/{saga_id}/fork", self.fork, methods=["POST"]),
             Route("/sign-in", self.sign_in_page, methods=["GET"]),
             Route("/sign-in", self.sign_in, methods=["POST"]),
             Route("/sign-out", self.sign_out, methods=["POST"]),
@@ -197,6 +191,7 @@ class WebPages:
             viewer=self.auth.viewer(visitor),
             workspace=data["workspace"],
             nonce=nonce,
+            trace_url=self.app.settings.trace_url,
         )
         return HTMLResponse(
             body,
@@ -208,14 +203,24 @@ class WebPages:
     async def approve(self, request: Request) -> Response:
         saga_id = request.path_params["saga_id"]
         visitor = await self._visitor(request)
-        form = await self._form(request, visitor)
+        pairs = await self._pairs(request, visitor, fields=MAX_FORM_FIELDS + MAX_ACKS)
+        form: dict[str, str] = {}
+        for key, value in pairs:
+            form.setdefault(key, value)
+        # The findings the reviewer ticked as read: all of the version's must be (services.approve).
+        ticked = [value for key, value in pairs if key == "ack"]
         try:
-            actor = _actor(visitor, form)
+            actor = acting_as(visitor, form)
             version = _version_field(form)
             expires_in = (form.get("expires_in") or "").strip() or None
             out = await run_in_threadpool(
                 lambda: services.approve(
-                    self.app, saga_id, version=version, actor=actor, expires_in=expires_in
+                    self.app,
+                    saga_id,
+                    version=version,
+                    actor=actor,
+                    expires_in=expires_in,
+                    acknowledged=ticked,
                 )
             )
         except (NotFound, NotAuthenticated):
@@ -229,7 +234,7 @@ class WebPages:
         visitor = await self._visitor(request)
         form = await self._form(request, visitor)
         try:
-            actor = _actor(visitor, form)
+            actor = acting_as(visitor, form)
             reason = form.get("reason", "")
             out = await run_in_threadpool(
                 lambda: services.reject(self.app, saga_id, actor=actor, reason=reason)
@@ -245,7 +250,7 @@ class WebPages:
         visitor = await self._visitor(request)
         form = await self._form(request, visitor, limit=MAX_EDIT_BYTES)
         try:
-            actor = _actor(visitor, form)
+            actor = acting_as(visitor, form)
             # A browser sends a textarea's line breaks as CRLF; the document keeps LF.
             markdown = form.get("markdown", "").replace("\r\n", "\n")
             if not markdown.strip():
@@ -257,50 +262,16 @@ class WebPages:
             return await self._refused(visitor, saga_id, exc, form)
         return RedirectResponse(pages.saga_href(out["saga_id"]) + "?done=edited", status_code=303)
 
-    async def cancel(self, request: Request) -> Response:
-        saga_id = request.path_params["saga_id"]
-        visitor = await self._visitor(request)
-        form = await self._form(request, visitor)
-        try:
-            actor = _actor(visitor, form)
-            out = await run_in_threadpool(lambda: services.cancel(self.app, saga_id, actor=actor))
-        except (NotFound, NotAuthenticated):
-            raise
-        except PressroomError as exc:
-            return await self._refused(visitor, saga_id, exc, form)
-        done = "cancel-requested" if out.get("cancel") == "requested" else "cancelled"
-        return RedirectResponse(pages.saga_href(out["saga_id"]) + f"?done={done}", status_code=303)
+    async def reader(self, request: Request) -> tuple[Visitor, Response | None]:
+        return await self._reader(request)
 
-    async def retry(self, request: Request) -> Response:
-        saga_id = request.path_params["saga_id"]
-        visitor = await self._visitor(request)
-        form = await self._form(request, visitor)
-        try:
-            actor = _actor(visitor, form)
-            out = await run_in_threadpool(lambda: services.retry(self.app, saga_id, actor=actor))
-        except (NotFound, NotAuthenticated):
-            raise
-        except PressroomError as exc:
-            return await self._refused(visitor, saga_id, exc, form)
-        return RedirectResponse(pages.saga_href(out["saga_id"]) + "?done=retried", status_code=303)
+    async def form(self, request: Request, visitor: Visitor) -> dict[str, str]:
+        return await self._form(request, visitor)
 
-    async def fork(self, request: Request) -> Response:
-        saga_id = request.path_params["saga_id"]
-        visitor = await self._visitor(request)
-        form = await self._form(request, visitor)
-        try:
-            actor = _actor(visitor, form)
-            version = form.get("fork_version", "").strip()
-            if not version.isdigit():
-                raise InvalidInput("the version to fork is a number")
-            out = await run_in_threadpool(
-                lambda: services.fork(self.app, saga_id, version=int(version), actor=actor)
-            )
-        except (NotFound, NotAuthenticated):
-            raise
-        except PressroomError as exc:
-            return await self._refused(visitor, saga_id, exc, form)
-        return RedirectResponse(pages.saga_href(out["saga_id"]) + "?done=forked", status_code=303)
+    async def refused(
+        self, visitor: Visitor, saga_id: str, error: PressroomError, form: dict[str, str]
+    ) -> Response:
+        return await self._refused(visitor, saga_id, error, form)
 
     async def _refused(
         self, visitor: Visitor, saga_id: str, error: PressroomError, form: dict[str, str]
@@ -355,7 +326,22 @@ class WebPages:
         self, request: Request, visitor: Visitor, *, acting: bool = True, limit: int = MAX_FORM_BYTES
     ) -> dict[str, str]:
         """The url-encoded form, after its origin and token are checked (403 otherwise;
-        401 for a form that acts when nobody is signed in)."""
+        401 for a form that acts when nobody is signed in). A field sent twice keeps its first value."""
+        form: dict[str, str] = {}
+        for key, value in await self._pairs(request, visitor, acting=acting, limit=limit):
+            form.setdefault(key, value)
+        return form
+
+    async def _pairs(
+        self,
+        request: Request,
+        visitor: Visitor,
+        *,
+        acting: bool = True,
+        limit: int = MAX_FORM_BYTES,
+        fields: int = MAX_FORM_FIELDS,
+    ) -> list[tuple[str, str]]:
+        """Every (name, value) of the form, in order, once its origin and token are checked."""
         if media_type(request) != "application/x-www-form-urlencoded":
             raise HTTPException(415, "forms must be sent as application/x-www-form-urlencoded")
         body = await read_body(request, limit)
@@ -363,16 +349,14 @@ class WebPages:
             pairs = parse_qsl(
                 body.decode("utf-8"),
                 keep_blank_values=True,
-                max_num_fields=MAX_FORM_FIELDS,
+                max_num_fields=fields,
                 strict_parsing=False,
             )
         except ValueError:  # also UnicodeDecodeError, and too many fields
             raise InvalidInput("the form could not be read") from None
-        form: dict[str, str] = {}
-        for key, value in pairs:
-            form.setdefault(key, value)
-        self.auth.check_post(request, visitor, form.get(pages.FORM_TOKEN_FIELD, ""), acting=acting)
-        return form
+        token = next((value for key, value in pairs if key == pages.FORM_TOKEN_FIELD), "")
+        self.auth.check_post(request, visitor, token, acting=acting)
+        return pairs
 
 
 __all__ = ["MAX_EDIT_BYTES", "MAX_FORM_BYTES", "NOTICES", "WebPages", "load_saga"]

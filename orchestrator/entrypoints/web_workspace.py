@@ -1,10 +1,12 @@
 """The workspace routes of the reviewers' pages: the list, the diff, the live stream, the script.
 
-    GET /?view=all|waiting&state=&q=&after=&limit=   the sagas, newest first, 25 a page:
+    GET /?view=all|waiting&state=&q=&after=&limit=   the sagas, 25 a page:
         `waiting` is "waiting for my review" (closed mode: the sagas in
         ready-for-review the signed-in reviewer may approve; open mode: all
-        of them); `state` filters, `q` searches id prefix, brief and title;
-        `after` is the cursor of the next page (as `GET /api/sagas`)
+        of them), the longest waiting first; `all` is every saga, newest
+        first. Without `view`, a signed-in person who may approve lands on
+        `waiting`, everyone else on `all`. `state` filters, `q` searches id
+        prefix, brief and title; `after` is the cursor of the next page
     GET /sagas/{id}/diff?a=N&b=M              side-by-side word diff of any two versions
     GET /sagas/{id}/diff/{n}/{m}              the same
     GET /sagas/{id}/live?since=TOKEN          Server-Sent Events (see `web_live`)
@@ -15,6 +17,7 @@ Bad query values are 400 (an error page), an unknown saga or version 404.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Awaitable, Callable
 
 from starlette.concurrency import run_in_threadpool
@@ -26,16 +29,23 @@ from orchestrator import services
 from orchestrator.app import App
 from orchestrator.core.errors import InvalidInput
 from orchestrator.entrypoints import pages, web_live, workspace
+from orchestrator.entrypoints.http_support import whole_number
 from orchestrator.entrypoints.web_auth import Visitor, WebAuth
+from orchestrator.harness.principals import Permission
 
 Reader = Callable[[Request], Awaitable[tuple[Visitor, Response | None]]]
 
 
 def _number(text: str | None, name: str) -> int:
     value = (text or "").strip()
-    if not value.isdigit() or len(value) > 9:
+    if not (value.isascii() and value.isdigit()) or len(value) > 9:
         raise InvalidInput(f"{name} must name a version by its number")
     return int(value)
+
+
+def _reviews(visitor: Visitor) -> bool:
+    """Whether the visitor's landing page is "waiting for my review": a signed-in approver."""
+    return visitor.principal is not None and visitor.principal.may(Permission.APPROVE)
 
 
 class WorkspaceRoutes:
@@ -43,6 +53,11 @@ class WorkspaceRoutes:
         self.app = app
         self.auth = auth
         self.reader = reader
+        self.hub = web_live.LiveHub(
+            lambda saga_ids: {sid: workspace.current_fingerprint(app, sid) for sid in saga_ids},
+            per_user=app.settings.live_streams_per_user,
+            total=app.settings.live_streams_total,
+        )
 
     def routes(self) -> list[Route]:
         return [
@@ -58,14 +73,14 @@ class WorkspaceRoutes:
         if away:
             return away
         q = request.query_params
-        view = q.get("view") or "all"
+        view = q.get("view") or ("waiting" if _reviews(visitor) else "all")
         state = q.get("state") or None
         search = q.get("q") or None
         after = q.get("after") or None
         raw_limit = q.get("limit") or ""
-        if raw_limit and (not raw_limit.isdigit() or not 1 <= int(raw_limit) <= workspace.MAX_PAGE):
+        limit = whole_number(raw_limit, "limit") if raw_limit else workspace.PAGE_SIZE
+        if not 1 <= limit <= workspace.MAX_PAGE:
             raise InvalidInput(f"limit must be a whole number from 1 to {workspace.MAX_PAGE}")
-        limit = int(raw_limit) if raw_limit else workspace.PAGE_SIZE
         payload = await run_in_threadpool(
             lambda: workspace.load_queue(
                 self.app,
@@ -106,15 +121,27 @@ class WorkspaceRoutes:
         sid = status["saga_id"]
         since = request.headers.get("last-event-id") or request.query_params.get("since") or ""
 
-        def fingerprint() -> str:
-            return workspace.current_fingerprint(self.app, sid)
-
         def still_allowed() -> bool:
             if visitor.mode == "open":
                 return True
             return self.auth.visitor(request).signed_in
 
-        return web_live.stream(request, since[:64], fingerprint, still_allowed)
+        if visitor.principal is not None:
+            user = f"principal:{visitor.principal.id}"
+        else:
+            user = f"peer:{request.client.host if request.client else '?'}"
+        # Streams of one credential share one sign-in check per poll.
+        credential = hashlib.sha256(
+            "\0".join(
+                request.headers.get(h, "") for h in ("cookie", "authorization", "x-forwarded-user")
+            ).encode()
+            + user.encode()
+        ).hexdigest()
+        try:
+            watcher = self.hub.open(user, sid, credential, still_allowed, web_live.STREAM_SECONDS)
+        except web_live.TooManyStreams as exc:
+            return web_live.too_many(str(exc))
+        return web_live.stream(request, since[:64], self.hub, watcher)
 
     async def script(self, request: Request) -> Response:
         return web_live.page_script()

@@ -23,6 +23,7 @@ from orchestrator import services, word_diff, workspace_views
 from orchestrator.app import App
 from orchestrator.core.errors import InvalidInput
 from orchestrator.entrypoints.document import render_document
+from orchestrator.entrypoints.web_actions import trace_id_of
 from orchestrator.harness.principals import Principal
 from orchestrator.store.tables import SagaRow
 from orchestrator.timeline import layout
@@ -61,6 +62,7 @@ def load_workspace(
         intervals = workspace_views.timeline(s, saga) if with_history else []
         token = fingerprint_token(workspace_views.fingerprint(s, sid))
         corpus = saga.corpus
+        trace_id = trace_id_of(saga.trace_context)
     document = None
     findings: list[Mapping[str, Any]] = []
     if version is not None:
@@ -74,6 +76,7 @@ def load_workspace(
         "findings": findings,
         "timeline": layout(intervals) if intervals else None,
         "fingerprint": token,
+        "trace_id": trace_id,
     }
     return {"status": status, "version": version, "history": history, "workspace": extras}
 

@@ -80,7 +80,11 @@ def test_the_list_filters_by_state_searches_and_pages(open_site: Open) -> None:
     assert _listed(c.get("/").text) == [third, second, first]  # newest first
     assert _listed(c.get("/?state=ready-for-review").text) == [third, first]
     assert _listed(c.get("/?state=succeeded").text) == [second]
-    assert _listed(c.get("/?view=waiting").text) == [third, first]
+    assert _listed(c.get("/?view=waiting").text) == [first, third]  # the longest waiting first
+    waiting = c.get("/?view=waiting&limit=1")
+    assert _listed(waiting.text) == [first]
+    following = _next(waiting.text)
+    assert following and _listed(c.get(following).text) == [third]  # the cursor goes on by ready_at
     assert _listed(c.get("/?q=BOOKMOBILE").text) == [first]  # the brief, any case
     assert _listed(c.get("/?q=" + second[:8]).text) == [second]  # an id prefix
     title = open_site.client.get(f"/api/sagas/{third}").json()["title"]
@@ -182,7 +186,10 @@ def test_waiting_for_my_review_and_the_live_stream_in_closed_mode(closed: Closed
         assert _listed(rita.get("/?view=waiting").text) == [closed.saga_id]
         assert _listed(sam.get("/?view=waiting").text) == []  # sam submitted it: not his to approve
         assert _listed(otto.get("/?view=waiting").text) == []  # otto holds no reviewer role
-        assert _listed(sam.get("/").text) == [closed.saga_id]  # all sagas still lists it
+        assert _listed(sam.get("/?view=all").text) == [closed.saga_id]  # all sagas still lists it
+        assert _listed(sam.get("/").text) == []  # a reviewer lands on the sagas waiting for them
+        assert _listed(rita.get("/").text) == [closed.saga_id]
+        assert _listed(otto.get("/").text) == [closed.saga_id]  # no reviewer role: lands on all sagas
         assert "Waiting for my review" in rita.get("/").text
 
         with rita.stream("GET", f"/sagas/{closed.saga_id}/live", params={"since": "stale"}) as stream:
