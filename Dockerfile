@@ -54,6 +54,7 @@ EXPOSE 8080
 
 ENTRYPOINT ["pressroom"]
 # serve binds 127.0.0.1 by default; in a container it must listen on all
-# interfaces to be reachable. It has no authentication: publish the port only
-# to localhost or behind an authenticating proxy (see docs/deploy.md).
+# interfaces to be reachable. Until the first user is added (open mode) it asks
+# no one for a token: publish the port only to localhost or behind a proxy, and
+# add that user first (see docs/deploy.md). GET /healthz needs no token.
 CMD ["serve", "--host", "0.0.0.0", "--port", "8080"]

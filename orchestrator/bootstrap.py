@@ -20,6 +20,7 @@ from orchestrator.core.routing import DRAFT, PUBLISH, RESEARCH, REVIEW
 from orchestrator.harness.registry import Registry
 from orchestrator.harness.spec import Risk, ToolSpec
 from orchestrator.saga_tools import saga_tools
+from orchestrator.store.chain_keys import use_chain_key
 from orchestrator.store.db import UnitOfWork, make_engine, unit_of_work
 from orchestrator.store.harness_store import SqlHarnessStore
 from orchestrator.store.people import SqlPeopleStore
@@ -32,6 +33,7 @@ from outbox.writer import Outbox
 from roles.index import CorpusIndexes
 from sagas.destinations.base import Destination
 from sagas.destinations.registry import open_destination as open_real_destination
+from sagas.destinations.webhook_urls import WebhookAllow
 from sagas.leases import give_up
 from sagas.publishing import PublishingTools
 from sagas.runner import DestinationLimits, SagaRunner
@@ -90,9 +92,15 @@ def build_app(
     )
     store = SqlHarnessStore(engine)
     key = settings.signing_key()
+    use_chain_key(engine, key)  # events are linked under a key derived from it
+    webhook_allow = WebhookAllow.parse(settings.webhook_allow)
     opener = open_destination or (
         lambda uri: open_real_destination(
-            uri, timeout=settings.destination_timeout, link_hosts=settings.allowed_link_hosts()
+            uri,
+            timeout=settings.destination_timeout,
+            link_hosts=settings.allowed_link_hosts(),
+            webhook_allow=webhook_allow,
+            roots=settings.roots(),
         )
     )
     indexes = indexes or CorpusIndexes(settings.index_folder())
@@ -123,6 +131,9 @@ def build_app(
         renew=lambda work_id, holder: renew_lease(engine, work_id, holder, settings.lease_seconds),
         limits=DestinationLimits(settings.destination_concurrency),
         pause=time.sleep,
+        # A publish call pins a database connection: as many call threads as half the pool
+        # holds (the other half is for the deliveries' own units of work), at least 2.
+        call_threads=max(2, settings.db_pool_size // 2),
     )
     app = App(
         settings=settings,

@@ -26,27 +26,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
+from orchestrator.store.migration_head import head_from_files
+
 MIGRATION_VERSIONS = Path(__file__).resolve().parent / "store" / "migrations" / "versions"
 MAX_SAGA_ID = 64  # as sagas.records.find_saga: longer is refused there
 MAX_VERSION = 2**31 - 1
 _HEX = re.compile(r"[0-9a-f]+")
-_REVISION = re.compile(r"^revision(?:\s*:[^=]*)?\s*=\s*[\"'](\w+)[\"']", re.MULTILINE)
-_DOWN = re.compile(r"^down_revision(?:\s*:[^=]*)?\s*=\s*(None|[\"'](\w+)[\"'])\s*$", re.MULTILINE)
 
 
 def head_revision(folder: Path = MIGRATION_VERSIONS) -> str | None:
     """The head of the migration chain in `folder`, or None when it is not one plain chain."""
-    revisions: dict[str, str | None] = {}
-    for file in folder.glob("*.py"):
-        text = file.read_text(encoding="utf-8")
-        rev, down = _REVISION.search(text), _DOWN.search(text)
-        if rev is None:
-            continue
-        if down is None:
-            return None  # a merge (a tuple of parents) or a form this reader does not know
-        revisions[rev.group(1)] = down.group(2)
-    heads = set(revisions) - {d for d in revisions.values() if d}
-    return heads.pop() if len(heads) == 1 else None
+    return head_from_files(folder)
 
 
 def _when(value: str | None) -> datetime | None:

@@ -27,7 +27,6 @@ from orchestrator.store.db import unit_of_work
 from orchestrator.store.harness_store import add_event
 from orchestrator.store.tables import SagaRow, utcnow
 from sagas.destinations.registry import normalise_destination, parse_destination
-from sagas.destinations.webhook import check_host
 from sagas.destinations.webhook_urls import WebhookAllow
 from sagas.machine import SagaState
 from telemetry import propagation
@@ -60,6 +59,9 @@ def _checked_destinations(app: App, destinations: list[str], roots: list[Path]) 
         if scheme in ("site", "git"):
             _within(roots, Path(target).expanduser(), "destination")
         elif scheme == "webhook":
+            # The HTTP stack loads only for a saga that has a webhook (reads never load it).
+            from sagas.destinations.webhook import check_host
+
             check_host(target, allow)  # and again, resolved anew, when the publish is sent
     return destinations
 

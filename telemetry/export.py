@@ -113,16 +113,19 @@ class JsonLinesSpanExporter(SpanExporter):
         return True  # every export is written through
 
 
-def build_span_exporter(name: str, *, protocol: str = "grpc", file_path: Path | None = None) -> SpanExporter:
-    """The exporter an OTEL_TRACES_EXPORTER name stands for."""
+def build_span_exporter(
+    name: str, *, protocol: str = "grpc", file_path: Path | None = None, timeout: float | None = None
+) -> SpanExporter:
+    """The exporter an OTEL_TRACES_EXPORTER name stands for. `timeout` (seconds) bounds one
+    OTLP export, retries included; None leaves it to OTEL_EXPORTER_OTLP[_TRACES]_TIMEOUT."""
     if name == "otlp":
         if protocol == "http/protobuf":
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-            return OTLPSpanExporter()
+            return OTLPSpanExporter(timeout=timeout)
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
 
-        return GrpcExporter()
+        return GrpcExporter(timeout=timeout)
     if name == "console":
         return ConsoleSpanExporter(out=sys.stderr)
     if name == "memory":

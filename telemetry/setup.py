@@ -15,6 +15,9 @@ headers, sampler, OTEL_RESOURCE_ATTRIBUTES) itself.
 `file` appends one JSON line per finished span to the path the caller passes
 (export.py). Console output goes to stderr: stdout belongs to `--json`.
 
+A collector that is down or never answers never holds a process up, and a
+failing export makes one warning line (`telemetry.bounded`).
+
 The providers are handed to `spans` and `metrics`, which use them before the
 global ones; the global providers are set once per process, for other
 libraries' instrumentation.
@@ -52,6 +55,7 @@ from opentelemetry.sdk.trace.export import (
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from telemetry import metrics, spans
+from telemetry.bounded import export_timeout, reported, stop_bounded
 from telemetry.export import JsonLinesSpanExporter, build_metric_reader, build_span_exporter
 
 TRACE_EXPORTERS: Final = frozenset({"otlp", "console", "memory", "file", "none"})
@@ -126,6 +130,7 @@ class _State:
     tracer_provider: TracerProvider | None = None
     meter_provider: MeterProvider | None = None
     memory: InMemorySpanExporter | None = None
+    exporters: list[SpanExporter] = field(default_factory=list)
     tracing: _TracingRequest | None = None
     metrics: _MetricsRequest | None = None
     global_tracer_set: bool = False
@@ -160,8 +165,16 @@ def configure_tracing(
         if settings.disabled:
             chosen = ()
         # Built before the old provider goes, so a bad configuration leaves it in place.
+        given = env or {}
+        timeout = export_timeout(given)
         exporters = [
-            build_span_exporter(name, protocol=settings.traces_protocol, file_path=file_path)
+            reported(
+                build_span_exporter(
+                    name, protocol=settings.traces_protocol, file_path=file_path, timeout=timeout
+                ),
+                name,
+                given,
+            )
             for name in chosen
         ]
         _state.tracing = _TracingRequest(service_name, exporter, file_path, dict(env or {}), set_global)
@@ -175,6 +188,7 @@ def configure_tracing(
             if isinstance(span_exporter, InMemorySpanExporter):
                 _state.memory = span_exporter
             provider.add_span_processor(_processor(span_exporter))
+        _state.exporters = exporters
         _install_tracing(provider, set_global)
         return provider
 
@@ -305,17 +319,22 @@ def _install_tracing(provider: TracerProvider, set_global: bool) -> None:
 
 def _retire_tracing() -> None:
     provider, _state.tracer_provider, _state.memory = _state.tracer_provider, None, None
+    exporters, _state.exporters = _state.exporters, []
     spans.use_tracer_provider(None)
     if provider is not None:
-        provider.force_flush()
-        provider.shutdown()
+
+        def stop() -> None:
+            provider.force_flush()
+            provider.shutdown()
+
+        stop_bounded(stop, exporters)
 
 
 def _retire_metrics() -> None:
     provider, _state.meter_provider = _state.meter_provider, None
     metrics.use_meter_provider(None)
     if provider is not None:
-        provider.shutdown()
+        stop_bounded(provider.shutdown, [])
 
 
 def _register_atexit() -> None:

@@ -15,6 +15,8 @@ from pathlib import Path
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from orchestrator.core.host_lists import check_webhook_allow
+
 DEFAULT_DATABASE_URL = "sqlite:///pressroom.db"
 DEFAULT_BROKER_URL = "inline://"
 
@@ -43,6 +45,18 @@ class Settings(BaseSettings):
     # threads pool takes half of its own (`worker_pools.destination_limit`).
     destination_concurrency: int = Field(default=8, ge=1, le=64)
     lease_seconds: float = Field(default=60.0, gt=0)
+    webhook_allow: str | None = Field(
+        default=None,
+        description="host names, addresses or CIDR ranges (commas or spaces) that webhooks may reach "
+        "although they are loopback, private, link-local or metadata addresses; unset: none",
+    )
+    max_destinations: int = Field(default=20, ge=1, le=1000, description="destinations per saga, at most")
+    live_streams_per_user: int = Field(
+        default=8, ge=1, le=1000, description="open live-update streams (saga pages) per user; more: HTTP 429"
+    )
+    live_streams_total: int = Field(
+        default=256, ge=1, le=100000, description="open live-update streams per serve process; more: HTTP 429"
+    )
     max_attempts: int = Field(default=5, ge=1, description="lease recoveries before a saga fails")
     approval_ttl: float = Field(default=24 * 3600.0, gt=0, description="default approval expiry, seconds")
     max_review_rounds: int = Field(default=2, ge=0)
@@ -86,6 +100,11 @@ class Settings(BaseSettings):
     trace_file: Path | None = Field(
         default=None, description="JSON-lines span file used when OTEL_TRACES_EXPORTER=file"
     )
+    trace_url: str | None = Field(
+        default=None,
+        description="link to a trace in the tracing UI, e.g. http://jaeger:16686/trace/{trace_id}; "
+        "unset: the saga page shows the trace id without a link",
+    )
     model: str | None = None
     model_base_url: str | None = None
     model_api_key: SecretStr | None = None
@@ -125,6 +144,19 @@ class Settings(BaseSettings):
         default=None, description="the caller's API token in closed mode (CLI, MCP over stdio)"
     )
 
+    @field_validator("trace_url")
+    @classmethod
+    def _trace_url(cls, value: str | None) -> str | None:
+        if not value:
+            return None
+        if (
+            not re.match(r"https?://[^\s/]+", value)
+            or "{trace_id}" not in value
+            or any(c.isspace() or c in "<>\"'" for c in value)
+        ):
+            raise ValueError("PRESSROOM_TRACE_URL must be an http(s) URL holding {trace_id}")
+        return value
+
     @field_validator("database_url")
     @classmethod
     def _known_database(cls, value: str) -> str:
@@ -157,6 +189,13 @@ class Settings(BaseSettings):
     def _proxy_networks(cls, value: str | None) -> str | None:
         for item in (value or "").replace(",", " ").split():
             ipaddress.ip_network(item, strict=False)  # ValueError names the bad entry
+        return value
+
+    @field_validator("webhook_allow")
+    @classmethod
+    def _webhook_hosts(cls, value: str | None) -> str | None:
+        # Read in full by `sagas.destinations.webhook_urls.WebhookAllow.parse`; refused early here.
+        check_webhook_allow(value)
         return value
 
     def roots(self) -> list[Path]:

@@ -1,9 +1,10 @@
 """The `pressroom` command: thin commands over `orchestrator.services`.
 
 `main(argv) -> int`; exceptions become exit codes in one place
-(`errors.exit_code_for`): 0 ok, 2 bad input, 3 not found, 4 refused (also
-when the work a command drove inline ended `failed` or `effect-unknown`),
-5 a service unreachable (`store.outage`).
+(`errors.exit_code_for`): 0 ok, 2 bad input, 3 not found, 4 refused,
+5 a service unreachable (`store.outage`), 6 the command was carried out but
+the work it drove inline ended `failed` or `effect-unknown` (`outcome`:
+`approve` says `approved; the publish it started ended STATE: reason`).
 `--json` prints exactly one JSON object on stdout.
 """
 
@@ -64,7 +65,13 @@ def emit(payload: dict[str, Any], as_json: bool, human: Any = None) -> None:
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="pressroom")
 def cli() -> None:
-    """Pressroom: briefs in, cited and reviewed documents out, published once per approval."""
+    """Pressroom: briefs in, cited and reviewed documents out, published once per approval.
+
+    \b
+    Exit codes: 0 ok, 2 bad input, 3 not found, 4 refused, 5 a service is
+    unreachable, 6 done, but the work the command drove ended failed or
+    effect-unknown (approve: "approved; the publish it started ended ...").
+    """
 
 
 @cli.command()
@@ -157,7 +164,7 @@ def approve(
     who = caller(ctx, actor)
     out = services.approve(ctx.app(), saga_id, version=number, actor=who, expires_in=expires_in)
     emit(out, as_json, render.approval)
-    check_outcome(out)
+    check_outcome(out, approved=True)
 
 
 @cli.command()

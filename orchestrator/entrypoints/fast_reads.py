@@ -1,11 +1,12 @@
-"""`status` and `show` straight from a SQLite file, when that gives the same answer.
+"""`status` and `show` straight from a SQLite file or PostgreSQL, when that gives the same answer.
 
 `answer(ask)` tries the quick path: settings from `light_config` (no
-pydantic), the file through `store.sqlite_reads` (no SQLAlchemy), the
-shapes from `read_shapes` (the ones the full path uses). It returns None
+pydantic), the database through `sqlite_reads` (the standard library's
+sqlite3) or `pg_reads` (psycopg alone): no SQLAlchemy, SQLModel or Alembic;
+the shapes from `read_shapes` (the ones the full path uses). It returns None
 whenever the quick path is not sure — settings only `Settings()` can judge,
-a database that is missing, PostgreSQL or not at the head migration (the
-full path upgrades it), telemetry asked for, closed mode without a valid
+a database that is missing, unreachable at once or not at the head
+migration (the full path retries, upgrades or says why), telemetry asked for, closed mode without a valid
 token, a saga or version not found, bad flags, any SQLite error — and the
 command then runs as before (`reader` + `services`), producing the answer
 or the error DESIGN.md defines. Both paths only read, so asking the second
@@ -16,12 +17,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from orchestrator import light_config, read_model
 from orchestrator.light_config import ReadSettings
 from orchestrator.read_model import SagaReads
-from orchestrator.sqlite_reads import SqliteReads
+
+if TYPE_CHECKING:
+    from orchestrator.pg_reads import PgReads
+    from orchestrator.sqlite_reads import SqliteReads
 
 Ask = Callable[[SagaReads, ReadSettings], dict[str, Any]]
 
@@ -32,7 +36,7 @@ def answer(ask: Ask) -> dict[str, Any] | None:
     if settings is None:
         return None
     try:
-        reads = SqliteReads.open_at_head(settings.sqlite_path)
+        reads = _open(settings)
         if reads is None:
             return None
         with reads:
@@ -42,6 +46,18 @@ def answer(ask: Ask) -> dict[str, Any] | None:
         # Unanswered, a refusal or bad input, a locked or odd file: every one of them is the
         # full path's to word (it reads the same rows), so nothing is reported from here.
         return None
+
+
+def _open(settings: ReadSettings) -> SqliteReads | PgReads | None:
+    if settings.sqlite_path is not None:
+        from orchestrator.sqlite_reads import SqliteReads
+
+        return SqliteReads.open_at_head(settings.sqlite_path)
+    if settings.postgres is not None:
+        from orchestrator.pg_reads import PgReads
+
+        return PgReads.open_at_head(settings.postgres)
+    return None
 
 
 def status(

@@ -199,24 +199,81 @@ def approval(a: dict[str, Any]) -> None:
         _line(f"saga is now {a['state']}" + (f": {a['reason']}" if a.get("reason") else ""))
 
 
+PHASES = (
+    ("proposed_at", "proposed"),
+    ("authorized_at", "authorized"),
+    ("sent_at", "sent"),
+    ("acked_at", "acked"),
+)
+
+
+def duration(seconds: float) -> str:
+    """`0.3ms`, `203.9ms`, `2.41s`, `3m05s`, `2h07m`; signed when a clock ran backwards."""
+    sign, seconds = ("-", -seconds) if seconds < 0 else ("+", seconds)
+    if seconds < 1:
+        return f"{sign}{seconds * 1000:.1f}ms"
+    if seconds < 60:
+        return f"{sign}{seconds:.2f}s"
+    minutes, rest = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{sign}{minutes}m{rest:02d}s"
+    return f"{sign}{minutes // 60}h{minutes % 60:02d}m"
+
+
+def phase_text(event: dict[str, Any]) -> str:
+    """An action's phases: the first one's clock time, then each next one's time after the one
+    before, e.g. `proposed 13:42:18.579, authorized +0.3ms, sent +0.1ms, acked +203.9ms`.
+    Phases an event does not have (a refused call is never sent) are left out."""
+    from datetime import datetime
+
+    times = [(label, datetime.fromisoformat(event[key])) for key, label in PHASES if event.get(key)]
+    if not times:
+        return ""
+    (label, first), parts = times[0], []
+    parts.append(f"{label} {first.strftime('%H:%M:%S.%f')[:12]}")
+    before = first
+    for label, moment in times[1:]:
+        parts.append(f"{label} {duration((moment - before).total_seconds())}")
+        before = moment
+    return ", ".join(parts)
+
+
+def _flat(value: object) -> str:
+    """A cell on one line: text a person or a tool wrote may hold newlines, and control
+    characters (a terminal escape sequence) are dropped, never sent to the terminal."""
+    return "".join(ch for ch in " ".join(str(value).split()) if ch.isprintable())
+
+
 def history(h: dict[str, Any]) -> None:
+    """One line per event: time, actor, kind, tool, status, its detail, and its phase times."""
     rows = []
     for e in h["events"]:
         detail = e.get("detail") or {}
         note = detail.get("reason") or detail.get("to") or detail.get("key") or ""
         rows.append(
-            ((e["created_at"] or "")[11:23], e["actor"], e["kind"], e.get("tool") or "", e["status"], note)
+            (
+                (e["created_at"] or "")[11:23],
+                _flat(e["actor"]),
+                e["kind"],
+                e.get("tool") or "",
+                e["status"],
+                _flat(note),
+                phase_text(e),
+            )
         )
     if _piped():
         for row in rows:
             _line(*row)
         return
-    from rich.table import Table
-
-    table = Table("time", "actor", "kind", "tool", "status", "detail", box=None, pad_edge=False)
+    # A terminal: the columns aligned, and an action's phases on an indented line of their own
+    # below it, so that they are never cut or squeezed whatever the terminal's width.
+    widths = [max((len(row[i]) for row in rows), default=0) for i in range(5)]
+    out = console()
     for row in rows:
-        table.add_row(*(escape(str(cell)) for cell in row[:5]), escape(str(row[5])[:70]))
-    console().print(table)
+        head = "  ".join(cell.ljust(width) for cell, width in zip(row[:5], widths, strict=True))
+        out.print(f"{head}  {row[5]}".rstrip(), markup=False, soft_wrap=True)
+        if row[6]:
+            out.print(" " * (widths[0] + 2) + row[6], style="dim", markup=False, soft_wrap=True)
 
 
 def trace(h: dict[str, Any], span_file: str | None) -> None:
@@ -231,9 +288,12 @@ def trace(h: dict[str, Any], span_file: str | None) -> None:
 
 
 __all__ = [
+    "PHASES",
     "approval",
     "console",
+    "duration",
     "history",
+    "phase_text",
     "plural",
     "receipt_text",
     "saga_list",

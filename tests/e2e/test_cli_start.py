@@ -107,3 +107,73 @@ def test_status_and_show_on_sqlite_load_no_store_settings_or_rich(tmp_path) -> N
         loaded = sorted(n for n in names if any(n == h or n.startswith(h + ".") for h in heavy))
         assert loaded == [], f"pressroom {' '.join(args)} imported {loaded[:8]}"
         assert "sqlite3" in names and done.stdout.strip()  # it read the file itself
+
+
+def _said(stderr: str) -> str:
+    """Stderr without the import timings."""
+    return "".join(line + "\n" for line in stderr.splitlines() if not line.startswith("import time:"))
+
+
+def _names(stderr: str) -> set[str]:
+    return {line.rsplit("|", 1)[1].strip() for line in stderr.splitlines() if line.startswith("import time:")}
+
+
+def test_postgres_closed_mode_reads_load_no_store_and_answer_as_the_full_path(tmp_path, pg_url) -> None:  # type: ignore[no-untyped-def]
+    """`status` and `show` on PostgreSQL in closed mode: psycopg alone (`orchestrator/pg_reads.py`),
+    the same bytes and exit code as the store's full path; `approve` loads no Alembic."""
+    env = base_env(PRESSROOM_DATABASE_URL=pg_url, PRESSROOM_BROKER_URL="inline://")
+
+    def run(*args: str, token: str | None = None, **extra: str) -> subprocess.CompletedProcess[str]:
+        full = {**env, **({"PRESSROOM_TOKEN": token} if token else {}), **extra}
+        return subprocess.run(
+            [sys.executable, "-X", "importtime", PRESSROOM, *args],
+            env=full,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+        )
+
+    roles = ("--role", "admin", "--role", "author", "--role", "reviewer")
+    admin = json.loads(run("users", "add", "root", *roles, "--json").stdout)["token"]
+    author = json.loads(run("users", "add", "dana", "--role", "author", "--json", token=admin).stdout)[
+        "token"
+    ]
+    reviewer = json.loads(run("users", "add", "erin", "--role", "reviewer", "--json", token=admin).stdout)[
+        "token"
+    ]
+    made = run(
+        "submit", "--brief", "the library network", "--corpus", str(SAMPLE_CORPUS),
+        "--dest", f"site:{tmp_path / 'site'}", "--json", token=author,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr[-2000:]
+    saga_id = json.loads(made.stdout)["saga_id"]
+    heavy = ("sqlalchemy", "sqlmodel", "pydantic", "pydantic_settings", "rich", "alembic", "celery", "kombu")
+    for args, token in (
+        (["status", saga_id], reviewer),
+        (["status", saga_id, "--json"], reviewer),
+        (["status", "--json"], reviewer),
+        (["show", saga_id], reviewer),
+        (["show", saga_id, "--json"], reviewer),
+        (["status", saga_id], "pr_not-a-token"),  # refused: the full path words it
+        (["show", saga_id, "--version", "7"], reviewer),  # not found: the full path words it
+    ):
+        quick = run(*args, token=token)
+        full = run(*args, token=token, PRESSROOM_MAX_ATTEMPTS="5")
+        assert (quick.returncode, quick.stdout, _said(quick.stderr)) == (
+            full.returncode,
+            full.stdout,
+            _said(full.stderr),
+        ), args
+        loaded = sorted(
+            n for n in _names(quick.stderr) if any(n == h or n.startswith(h + ".") for h in heavy)
+        )
+        if quick.returncode == 0:
+            assert loaded == [], f"pressroom {' '.join(args)} imported {loaded[:8]}"
+            assert "psycopg" in _names(quick.stderr) and quick.stdout.strip()
+            assert "sqlalchemy" in _names(full.stderr)  # the full path did run the store
+        else:
+            assert quick.returncode in (3, 4) and "sqlalchemy" in _names(quick.stderr)
+    approved = run("approve", saga_id, "--version", "1", token=reviewer)
+    assert approved.returncode == 0, approved.stderr[-2000:]
+    assert not any(n == "alembic" or n.startswith("alembic.") for n in _names(approved.stderr))

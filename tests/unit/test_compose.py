@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import tomllib
 from collections import Counter
 from pathlib import Path
@@ -23,6 +24,7 @@ import yaml
 from orchestrator.core.config import Settings
 from orchestrator.core.routing import QUEUES
 from orchestrator.entrypoints.cli import cli
+from orchestrator.entrypoints.http import Api
 from orchestrator.entrypoints.processes import sized_settings
 from orchestrator.entrypoints.worker_pools import default_concurrency, default_pool
 from orchestrator.store.db import POOL_OVERFLOW
@@ -130,10 +132,17 @@ def _option(args: list[str], flag: str) -> str | None:
 
 def _check_invocation(where: str, args: list[str]) -> None:
     """`args` (after `pressroom`) name a real subcommand with real options that parse."""
-    assert isinstance(cli, click.Group)
+    group: click.Command = cli
     sub, rest = args[0], args[1:]
-    command = cli.commands.get(sub)
-    assert command is not None, f"{where}: {sub!r} is not a pressroom subcommand ({sorted(cli.commands)})"
+    while True:  # `users add …`: down through the groups to the command that runs
+        assert isinstance(group, click.Group)
+        command = group.commands.get(sub)
+        assert command is not None, (
+            f"{where}: {sub!r} is not a pressroom subcommand ({sorted(group.commands)})"
+        )
+        if not isinstance(command, click.Group) or not rest:
+            break
+        group, sub, rest = command, rest[0], rest[1:]
     known = {opt for param in command.params for opt in (*param.opts, *param.secondary_opts)}
     for arg in rest:
         if arg.startswith("-"):
@@ -204,6 +213,78 @@ def test_the_api_listens_on_all_interfaces_and_publishes_its_port(
     assert port in published, f"serve listens on {port}, compose publishes {published}"
     test = api.get("healthcheck", {}).get("test")
     assert test and f":{port}/" in " ".join(test), "the API healthcheck must probe the port serve listens on"
+
+
+def health_probe(services: dict[str, dict[str, Any]]) -> tuple[list[str], str]:
+    """The API's healthcheck as an argv (after CMD) and the URL it asks."""
+    test = services["api"].get("healthcheck", {}).get("test")
+    assert isinstance(test, list) and test[0] == "CMD", "the API healthcheck must be an exec-form CMD list"
+    urls = re.findall(r"https?://[^'\"\s]+", " ".join(test))
+    assert len(urls) == 1, f"the API healthcheck should ask one URL, found {urls}"
+    return [str(part) for part in test[1:]], urls[0]
+
+
+def test_the_api_healthcheck_asks_healthz_without_a_token(services: dict[str, dict[str, Any]]) -> None:
+    # Any /api route answers 401 once a user exists, and the container would turn unhealthy;
+    # /healthz answers 200 with no token in either mode (tests/e2e/test_compose_native.py runs it).
+    argv, url = health_probe(services)
+    assert urlsplit(url).path == "/healthz", f"the healthcheck asks {url}"
+    assert not any(word in " ".join(argv).lower() for word in ("authorization", "bearer", "token"))
+    healthz = [r for r in Api.routes(Api.__new__(Api)) if getattr(r, "path", None) == "/healthz"]
+    assert healthz and "GET" in (healthz[0].methods or set()), "the API has no GET /healthz route"
+
+
+# `docker compose run [--rm] [-e VAR] SERVICE ARGS…` as the deploy guide and the compose file write it.
+_RUN = re.compile(r"docker compose run\s+(?P<rest>.+)")
+
+
+def _documented_runs(text: str) -> list[list[str]]:
+    """Every `docker compose run` in `text` (comment markers and continuation lines joined)."""
+    lines = [re.sub(r"^\s*#\s?", "", ln) for ln in text.splitlines()]
+    joined = re.sub(r"\\\n\s*", " ", "\n".join(lines))
+    runs = []
+    for match in _RUN.finditer(joined):
+        words = shlex.split(match["rest"].split(" # ", 1)[0].split("`", 1)[0])
+        runs.append(words)
+    return runs
+
+
+def test_documented_compose_runs_are_real_commands(services: dict[str, dict[str, Any]]) -> None:
+    """The first user, the token, and every command the guide runs in a one-off container."""
+    sources = {
+        "docs/deploy.md": (ROOT / "docs" / "deploy.md").read_text(),
+        "docker-compose.yml": COMPOSE.read_text(),
+    }
+    checked = 0
+    for where, text in sources.items():
+        for words in _documented_runs(text):
+            i = 0
+            env: list[str] = []
+            while words[i].startswith("-"):
+                if words[i] == "--entrypoint":
+                    break
+                if words[i] == "-e":
+                    env.append(words[i + 1])
+                    i += 1
+                i += 1
+            if words[i] == "--entrypoint":
+                continue  # another program in the image (git), not pressroom
+            service, args = words[i], words[i + 1 :]
+            assert service in services, f"{where}: `docker compose run` of unknown service {service!r}"
+            _check_invocation(f"{where}: {' '.join(words)}", args)
+            first_user = args[:2] == ["users", "add"] and "admin" in args and not env
+            assert env == ["PRESSROOM_TOKEN"] or first_user, (
+                f"{where}: `{' '.join(words)}` runs in closed mode without -e PRESSROOM_TOKEN"
+            )
+            checked += 1
+        assert re.search(r"users add \w+ --role admin", text), (
+            f"{where} does not say how to add the first user"
+        )
+        assert "-e PRESSROOM_TOKEN" in text, f"{where} does not say how to give a command a token"
+        flat = " ".join(text.split()).lower()
+        assert "has no authentication" not in flat, f"{where} still says the API has no authentication"
+        assert "design.md" not in flat, f"{where} cites a DESIGN.md the repository does not hold"
+    assert checked >= 8
 
 
 # -- environment --------------------------------------------------------------

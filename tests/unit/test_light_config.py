@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from orchestrator.light_config import read_settings, sqlite_file, telemetry_asked
+import pytest
+
+from orchestrator.light_config import postgres_conninfo, read_settings, sqlite_file, telemetry_asked
 
 BASE = {"PRESSROOM_SECRET": "k", "PATH": "/bin"}
 
@@ -34,7 +36,9 @@ def test_anything_only_settings_can_judge_is_left_to_it() -> None:
     assert read_settings({**BASE, "OTEL_TRACES_EXPORTER": "console"}) is None
     assert read_settings({"PRESSROOM_SECRET_FILE": "/nonexistent/secret"}) is None  # would be created
     for url in (
-        "postgresql+psycopg://h/db",
+        "postgresql+psycopg://h/db?sslmode=require",
+        "postgresql://h/db",
+        "postgresql+psycopg://",
         "sqlite://",
         "sqlite:///:memory:",
         "sqlite:///p.db?mode=ro",
@@ -51,3 +55,21 @@ def test_sqlite_file_and_telemetry() -> None:
     assert not telemetry_asked({"OTEL_TRACES_EXPORTER": "none", "OTEL_METRICS_EXPORTER": ""})
     assert telemetry_asked({"OTEL_METRICS_EXPORTER": "none,otlp"})
     assert telemetry_asked({"OTEL_SDK_DISABLED": "true"})
+
+
+def test_a_plain_postgresql_url_is_read_as_libpq_conninfo() -> None:
+    got = read_settings({**BASE, "PRESSROOM_DATABASE_URL": "postgresql+psycopg://u:p%40ss@h:5433/db"})
+    assert got is not None and got.sqlite_path is None
+    assert got.postgres == "postgresql://u:p%40ss@h:5433/db"
+    assert postgres_conninfo("sqlite:///p.db") is None
+
+
+def test_a_webhook_allow_list_is_accepted_only_as_settings_accepts_it() -> None:
+    from orchestrator.core.config import Settings
+
+    good, bad = "127.0.0.1, 10.0.0.0/8 hooks.internal [::1]", "http://x/"
+    assert read_settings({**BASE, "PRESSROOM_WEBHOOK_ALLOW": good}) is not None
+    assert Settings(webhook_allow=good).webhook_allow == good
+    assert read_settings({**BASE, "PRESSROOM_WEBHOOK_ALLOW": bad}) is None
+    with pytest.raises(ValueError, match="not a host name"):
+        Settings(webhook_allow=bad)
