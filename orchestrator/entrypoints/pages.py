@@ -32,6 +32,7 @@ from markupsafe import Markup
 from orchestrator.entrypoints.document import anchor_of
 from orchestrator.entrypoints.web_actions import operator_actions, trace_href
 from orchestrator.findings import finding_id
+from orchestrator.quoted import origins_of
 from orchestrator.timeline import human
 from sagas.machine import SagaState
 
@@ -199,6 +200,7 @@ def environment() -> Environment:
         tone=_tone,
         receipt=_receipt,
         flagged=_flagged,
+        origins=origins_of,
         destination_uris=_destination_uris,
         clock=_clock,
         phases=_phases,
