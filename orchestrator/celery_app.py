@@ -14,6 +14,10 @@ from typing import Any
 
 from celery import Celery, Task
 from celery.signals import (
+    after_setup_logger,
+    after_setup_task_logger,
+    task_postrun,
+    task_prerun,
     task_rejected,
     task_unknown,
     worker_init,
@@ -23,6 +27,7 @@ from celery.signals import (
 )
 from kombu import Exchange, Queue  # type: ignore[attr-defined]
 
+from orchestrator import saga_log
 from orchestrator.app import App
 from orchestrator.core.routing import QUEUES, TASKS
 from orchestrator.store import dead_letters
@@ -95,6 +100,9 @@ def make_celery(broker_url: str, *, max_retries: int = BROKER_MAX_RETRIES) -> Ce
         # RabbitMQ: queues survive a broker restart and messages are written to disk.
         task_default_delivery_mode="persistent",
         worker_hijack_root_logger=False,
+        # Each line logged while a task runs names its saga (`orchestrator.saga_log`).
+        worker_log_format=saga_log.WORKER_LOG_FORMAT,
+        worker_task_log_format=saga_log.WORKER_TASK_LOG_FORMAT,
         worker_send_task_events=False,
         broker_transport_options={"visibility_timeout": 3600},
     )
@@ -186,6 +194,24 @@ def _rejected(message: Any = None, exc: BaseException | None = None, **_: Any) -
         queue=info.get("routing_key"),
         headers=headers if isinstance(headers, dict) else {},
     )
+
+
+@after_setup_logger.connect  # type: ignore[untyped-decorator]
+@after_setup_task_logger.connect  # type: ignore[untyped-decorator]
+def _saga_in_log_lines(logger: Any = None, **_: Any) -> None:
+    # The worker's formats print `%(saga)s`; every handler they are on fills it in.
+    if logger is not None:
+        saga_log.add_saga_field(logger)
+
+
+@task_prerun.connect  # type: ignore[untyped-decorator]
+def _task_saga(args: Any = None, kwargs: Any = None, **_: Any) -> None:
+    saga_log.task_started(args, kwargs)
+
+
+@task_postrun.connect  # type: ignore[untyped-decorator]
+def _task_saga_done(**_: Any) -> None:
+    saga_log.task_ended()
 
 
 def run_worker(celery: Celery, argv: list[str]) -> int:

@@ -10,7 +10,7 @@ live, see `web_live`), `GET /sagas/{id}/versions/{n}`, the list, the diff and
 the live stream (`web_workspace`), `POST /sagas/{id}/approve`,
 `POST /sagas/{id}/reject`, `POST /sagas/{id}/edit` (a new version from the
 form's markdown), the operators' cancel, retry, fork and reconcile
-(`web_ops`), and sign-in: `GET|POST /sign-in`, `POST /sign-out`.
+(`web_ops`), the operators' `GET /ops` (`web_ops_page`), and sign-in: `GET|POST /sign-in`, `POST /sign-out`.
 A form that succeeds answers 303 back to the saga page; one that is refused
 shows the page again with the error and the status of the error table
 (400, 403, 404, 409).
@@ -57,6 +57,7 @@ from orchestrator.entrypoints import pages, web_live, web_rules, workspace
 from orchestrator.entrypoints.http_support import media_type, read_body, status_for, whole_number
 from orchestrator.entrypoints.web_auth import Visitor, WebAuth
 from orchestrator.entrypoints.web_ops import OperatorRoutes, acting_as
+from orchestrator.entrypoints.web_ops_page import OpsPage
 from orchestrator.entrypoints.web_rules import problem
 from orchestrator.entrypoints.web_workspace import WorkspaceRoutes
 from orchestrator.harness.principals import Principal
@@ -122,6 +123,7 @@ class WebPages:
         return [
             *WorkspaceRoutes(self.app, self.auth, self._reader).routes(),
             *OperatorRoutes(self.app, self.auth, self).routes(),
+            *OpsPage(self.app, self.auth, self).routes(),
             Route("/sagas/{saga_id}", self.saga, methods=["GET"]),
             Route("/sagas/{saga_id}/versions/{number:int}", self.version, methods=["GET"]),
             Route("/sagas/{saga_id}/approve", self.approve, methods=["POST"]),
