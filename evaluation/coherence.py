@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
+from evaluation.eval_measures import source_text
 from roles.reviewing import SOURCES_HEADING, markers_in, normalize
 
 _ATX: Final = re.compile(r"^[ ]{0,3}(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", re.M)
@@ -61,7 +62,7 @@ def incoherent(markdown: str, citations: Sequence[dict[str, Any]], corpus: Path)
                     continue
                 source = str(citation.get("source", ""))
                 if source not in texts:
-                    texts[source] = _read(corpus, source)
+                    texts[source] = source_text(corpus.resolve(), source)
                 under = _section_over(texts[source], str(citation.get("quote", "")))
                 if under is not None and not _equal(heading, under):
                     problems.append(f"heading over other matter: {heading!r} over {marker}, under {under!r}")
@@ -118,17 +119,6 @@ def _section_over(text: str | None, quote: str) -> str | None:
     if not above or len(above[-1].group(1)) == 1:
         return None
     return above[-1].group(2).strip()
-
-
-def _read(corpus: Path, source: str) -> str | None:
-    root = corpus.resolve()
-    path = (root / source).resolve()
-    if not source or not path.is_relative_to(root) or not path.is_file():
-        return None
-    try:
-        return path.read_bytes().decode("utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
 
 
 __all__ = ["incoherent"]

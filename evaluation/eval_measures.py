@@ -48,13 +48,14 @@ def verbatim_quotes(corpus: Path, citations: Sequence[dict[str, Any]]) -> list[b
     for citation in citations:
         source, quote = str(citation.get("source", "")), str(citation.get("quote", ""))
         if source not in texts:
-            texts[source] = _read(root, source)
+            texts[source] = source_text(root, source)
         text = texts[source]
         found.append(bool(quote) and text is not None and quote in text)
     return found
 
 
-def _read(root: Path, source: str) -> str | None:
+def source_text(root: Path, source: str) -> str | None:
+    """A source file's text, read as UTF-8 from inside the corpus folder; None otherwise."""
     path = (root / source).resolve()
     if not source or not path.is_relative_to(root) or not path.is_file():
         return None
@@ -104,6 +105,7 @@ __all__ = [
     "KNOWN_INJECTIONS",
     "injections_reached",
     "loop_counts",
+    "source_text",
     "unsupported_sentences",
     "verbatim_quotes",
 ]
