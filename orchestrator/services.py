@@ -18,6 +18,7 @@ from sqlmodel import Session
 
 from orchestrator import findings, views
 from orchestrator.app import App
+from orchestrator.comment_notes import rejection_note
 from orchestrator.core import durations
 from orchestrator.core.errors import (
     InvalidInput,
@@ -33,6 +34,7 @@ from orchestrator.harness.links import LinkPolicy, describe, foreign_links
 from orchestrator.harness.principals import Party, Permission, Principal, acting, self_approval
 from orchestrator.people import permitted
 from orchestrator.reads import diff, history, show, status
+from orchestrator.store.comments import comments_on
 from orchestrator.store.db import unit_of_work
 from orchestrator.store.harness_store import approval_row
 from orchestrator.store.tables import SagaRow
@@ -176,7 +178,10 @@ def _reject(app: App, saga_id: str, *, actor: str, reason: str) -> dict[str, Any
         raise InvalidInput("--reason is empty")
     with unit_of_work(app.engine) as uow:
         saga = records.find_saga(uow.session, saga_id, lock=True)
-        records.transition(uow.session, saga, SagaEvent.REJECTED, actor=actor, reason=reason)
+        # The head version's line comments go to the writer in its note, whole in the event.
+        remarks = comments_on(uow.session, saga.id, saga.head_version) if saga.head_version else []
+        detail = {"comments": remarks} if remarks else None
+        records.transition(uow.session, saga, SagaEvent.REJECTED, actor=actor, reason=reason, detail=detail)
         records.void_approvals(uow.session, saga.id, reason="rejected")
         head = records.head(uow.session, saga)
         saga.review_rounds = 0
@@ -186,7 +191,7 @@ def _reject(app: App, saga_id: str, *, actor: str, reason: str) -> dict[str, Any
             task=DRAFT,
             version=saga.head_version,
             version_digest=head.digest if head else None,
-            note=f"rejected by {actor}: {reason}"[:500],
+            note=rejection_note(actor, reason, remarks),
             capabilities=tuple(sorted(ROLE_CAPABILITIES["writer"])),
         )
         sid = saga.id

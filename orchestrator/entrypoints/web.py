@@ -56,6 +56,7 @@ from orchestrator.core.errors import InvalidInput, NotAuthenticated, NotFound, P
 from orchestrator.entrypoints import pages, web_live, web_rules, workspace
 from orchestrator.entrypoints.http_support import media_type, read_body, status_for, whole_number
 from orchestrator.entrypoints.web_auth import Visitor, WebAuth
+from orchestrator.entrypoints.web_comments import CommentRoutes
 from orchestrator.entrypoints.web_ops import OperatorRoutes, acting_as
 from orchestrator.entrypoints.web_ops_page import OpsPage
 from orchestrator.entrypoints.web_rules import problem
@@ -123,6 +124,7 @@ class WebPages:
         return [
             *WorkspaceRoutes(self.app, self.auth, self._reader).routes(),
             *OperatorRoutes(self.app, self.auth, self).routes(),
+            *CommentRoutes(self.app, self.auth, self).routes(),
             *OpsPage(self.app, self.auth, self).routes(),
             Route("/sagas/{saga_id}", self.saga, methods=["GET"]),
             Route("/sagas/{saga_id}/versions/{number:int}", self.version, methods=["GET"]),

@@ -25,6 +25,7 @@ from orchestrator.core.errors import InvalidInput
 from orchestrator.entrypoints.document import render_document
 from orchestrator.entrypoints.web_actions import trace_id_of
 from orchestrator.harness.principals import Principal
+from orchestrator.store.comments import comments_on
 from orchestrator.store.tables import SagaRow
 from orchestrator.timeline import layout
 from sagas import records
@@ -63,6 +64,7 @@ def load_workspace(
         token = fingerprint_token(workspace_views.fingerprint(s, sid))
         corpus = saga.corpus
         trace_id = trace_id_of(saga.trace_context)
+        remarks = comments_on(s, sid, int(version["version"])) if version is not None else []
     document = None
     findings: list[Mapping[str, Any]] = []
     if version is not None:
@@ -77,6 +79,7 @@ def load_workspace(
         "timeline": layout(intervals) if intervals else None,
         "fingerprint": token,
         "trace_id": trace_id,
+        "comments": remarks,
     }
     return {"status": status, "version": version, "history": history, "workspace": extras}
 
