@@ -1,5 +1,5 @@
-"""Operators' use cases: retention, dead letters, and the relay's sweepers for
-lapsed approvals, overdue reviews and scheduled pruning.
+"""Operators' use cases: a published page's takedown, retention, dead letters,
+and the relay's sweepers for lapsed approvals, overdue reviews and scheduled pruning.
 
 Like `services`, each changing use case is one unit of work and takes the
 caller (`actor`) explicitly, so a permission check can wrap it. Time is
@@ -19,10 +19,12 @@ from sqlmodel import Session, col, select
 from orchestrator import retention
 from orchestrator.app import App
 from orchestrator.core.durations import parse_duration
+from orchestrator.core.errors import InvalidInput
 from orchestrator.core.routing import TASKS, queue_of
 from orchestrator.harness.principals import Permission, Principal, acting, require
 from orchestrator.harness.spec import ToolCall, ToolStatus
 from orchestrator.people import as_principal
+from orchestrator.reads import status
 from orchestrator.store import dead_letters
 from orchestrator.store.db import unit_of_work
 from orchestrator.store.harness_store import add_event
@@ -31,6 +33,7 @@ from orchestrator.store.work import abandon_open_work
 from orchestrator.toolpath.call import Caller
 from sagas import decider, records
 from sagas.machine import SagaEvent, SagaState
+from sagas.reconcile import takedown as take_down
 from sagas.reducer import PRUNED, snapshot_detail, stored_view
 from sagas.runner import approval_refusal
 from telemetry import names
@@ -96,6 +99,27 @@ def write_prune_snapshots(session: Session, saga_ids: Sequence[str]) -> None:
             status=PRUNED,
             detail=snapshot_detail(view),
         )
+
+
+def takedown(
+    app: App, saga_id: str, *, destination: str, reason: str, actor: Principal | str
+) -> dict[str, Any]:
+    """Take one destination's page of a succeeded saga down (`sagas.reconcile.takedown`);
+    an operator's act (the `cancel` permission: it is an undo), with a reason. The saga's status."""
+    who = _operator(app, actor, Permission.CANCEL)
+    if not (reason or "").strip():
+        raise InvalidInput("--reason is empty")
+    if not (destination or "").strip():
+        raise InvalidInput("--dest is empty")
+    with Session(app.engine) as s:
+        sid = records.find_saga(s, saga_id).id
+    with acting(who):
+        step = take_down(app.runner, sid, destination=destination, actor=who.display, reason=reason.strip())
+    app.drain()
+    return {
+        **status(app, sid),
+        "takedown": {"destination": destination, "step": step, "reason": reason.strip()},
+    }
 
 
 def list_dead_letters(app: App, actor: Principal | str = "operator") -> dict[str, Any]:
@@ -246,4 +270,5 @@ __all__ = [
     "requeue_dead_letter",
     "scheduled_prune",
     "sweep_lapsed_approvals",
+    "takedown",
 ]

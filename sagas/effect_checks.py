@@ -39,11 +39,14 @@ PUBLISH_STATES = frozenset({SagaState.APPROVED, SagaState.EXECUTING})
 STATUS_STATES = frozenset({SagaState.APPROVED, SagaState.EXECUTING, SagaState.EFFECT_UNKNOWN})
 # Where a step is undone, and which steps: the runner after a definite failure
 # (`executing`, done steps), and an operator's `cancel` of an `effect-unknown`
-# saga (done steps, and uncertain ones: the person decided). An uncertain step
-# of a saga in any other state waits for `reconcile`.
+# saga (done steps, and uncertain ones: the person decided), and an operator's
+# `takedown` of one page of a `succeeded` saga (a done step, or one whose
+# takedown failed and is asked for again). An uncertain step of a saga in any
+# other state waits for `reconcile`.
 COMPENSABLE: dict[SagaState, frozenset[str]] = {
     SagaState.EXECUTING: frozenset({"done"}),
     SagaState.EFFECT_UNKNOWN: frozenset({"done", "uncertain", "compensation-failed"}),
+    SagaState.SUCCEEDED: frozenset({"done", "compensation-failed"}),
 }
 FILE_SCHEMES = ("site", "git")
 
@@ -169,11 +172,11 @@ def compensate_bound(session: Session, saga_id: str, destination: str, digest: s
         raise Refused(f"saga {saga.id} has no step {destination} under this version; nothing was undone")
     allowed = COMPENSABLE.get(SagaState(saga.state), frozenset())
     if step.state in ("uncertain", "compensation-failed") and step.state not in allowed:
-        raise Refused(f"step {destination} is uncertain: it waits for reconcile; nothing was undone")
+        raise Refused(f"step {destination} is {step.state}: it waits for reconcile; nothing was undone")
     if step.state not in allowed:
         raise Refused(
             f"saga {saga.id} is {saga.state} and step {destination} is {step.state}: not compensated "
-            "(an operator's cancel is the way); nothing was undone",
+            "(an operator's cancel or takedown is the way); nothing was undone",
             saga_id=saga.id,
         )
 

@@ -1,4 +1,5 @@
-"""What only a person may do to a saga the machines stopped on: reconcile, cancel.
+"""What only a person may do to a saga the machines stopped on (reconcile, cancel),
+or to one they finished (takedown).
 
 `reconcile` settles one unsettled step. For a publish that may have happened
 (`uncertain`): `confirmed` records the outcome (a receipt from the
@@ -12,6 +13,16 @@ Either way the saga goes back to `executing` and its runner carries on.
 runner to stop before its next step and undo what it published; from
 `effect-unknown` it undoes what was (or may have been) published, the last
 completed first, then cancels. Each writes an event naming the person.
+
+`takedown` undoes one destination's publish of a `succeeded` saga, with a
+reason, through the same `publish.compensate` tool call a compensation makes
+(its `undo-` key, ledger row, spans, and the destination's own undo). The
+step becomes `compensated`; the saga stays `succeeded` (the machine has no
+way out of it), even when every page is down: `status` shows each step. An
+undo that fails or may have happened leaves the step `compensation-failed`
+with the reason and the saga `succeeded` (the machine has no
+`succeeded → effect-unknown`); `takedown` again runs the undo again under its
+key. Events name the person and the reason before and after the undo.
 """
 
 from __future__ import annotations
@@ -125,6 +136,90 @@ def cancel_saga(runner: SagaRunner, saga_id: str, *, actor: str) -> str:
     return "cancelled"
 
 
+# A takedown needs a published page (`done`), or one whose takedown failed (asked for again).
+TAKEN_DOWN_FROM = frozenset({StepState.DONE, StepState.COMPENSATION_FAILED})
+
+
+def takedown(runner: SagaRunner, saga_id: str, *, destination: str, actor: str, reason: str) -> str:
+    """Take one destination's page of a succeeded saga down: the step ends `compensated`
+    (returned), or `Refused` names why not (the step `compensation-failed` when the undo
+    failed or may have happened)."""
+    with runner.transact() as uow:
+        s = uow.session
+        saga = records.load_saga(s, saga_id, lock=True)
+        if saga.state != SagaState.SUCCEEDED:
+            raise Refused(
+                f"cannot take down a page of a saga that is {saga.state}; only a succeeded saga's pages "
+                "are taken down (cancel undoes an unfinished saga)",
+                saga_id=saga.id,
+            )
+        step = _step_of(s, saga.id, destination)
+        if step.state == StepState.COMPENSATED:
+            raise Refused(f"{destination} is already taken down (step compensated)", saga_id=saga.id)
+        if (
+            StepState(step.state) not in TAKEN_DOWN_FROM
+            or not step.idempotency_key
+            or not step.version_digest
+        ):
+            raise Refused(
+                f"step {destination} is {step.state}: there is no page to take down", saga_id=saga.id
+            )
+        key, digest = step.idempotency_key, step.version_digest
+        if step.state == StepState.COMPENSATION_FAILED and runner.store.ledger_get("undo-" + key) is not None:
+            # The person asks for the undo again: it is idempotent by key, so it may run once more.
+            runner.store.reconcile(
+                "undo-" + key, "absent", actor=actor, reason=f"takedown again: {reason}", within=uow
+            )
+        _takedown_event(s, saga.id, actor, "takedown_requested", destination, key, reason)
+    result = runner.undo(publisher_caller(saga, digest, actor=actor), saga.id, destination, digest)
+    with runner.transact() as uow:
+        s = uow.session
+        step = _step_of(s, saga.id, destination)
+        if result.applied:
+            if step.state != StepState.COMPENSATED:  # a replayed undo: its recorder ran the first time
+                set_step(s, step, StepState.COMPENSATED, actor=actor, reason=reason)
+            _takedown_event(s, saga.id, actor, "taken_down", destination, key, reason)
+            return StepState.COMPENSATED.value
+        why = result.reason or result.status.value
+        if result.status in (ToolStatus.ERROR, ToolStatus.UNCERTAIN):
+            set_step(
+                s, step, StepState.COMPENSATION_FAILED, actor=actor, reason=f"takedown by {actor}: {why}"
+            )
+            _takedown_event(s, saga.id, actor, "takedown_failed", destination, key, reason, why=why)
+    if result.status in (ToolStatus.ERROR, ToolStatus.UNCERTAIN):
+        raise Refused(
+            f"could not take down {destination}: {why}; the step is compensation-failed and the saga "
+            "stays succeeded (run takedown again)",
+            saga_id=saga.id,
+            left=[destination],
+        )
+    raise Refused(f"could not take down {destination}: {why}", saga_id=saga.id)
+
+
+def _step_of(session: Session, saga_id: str, destination: str) -> StepRow:
+    step = next((st for st in records.steps(session, saga_id) if st.uri == destination), None)
+    if step is None:
+        raise InvalidInput(f"{destination} is not a destination of saga {saga_id}")
+    return step
+
+
+def _takedown_event(
+    session: Session,
+    saga_id: str,
+    actor: str,
+    status: str,
+    destination: str,
+    key: str,
+    reason: str,
+    *,
+    why: str | None = None,
+) -> None:
+    detail = {"destination": destination, "key": key, "reason": f"takedown by {actor}: {reason}"}
+    if why:
+        detail["failure"] = why
+    add_event(session, saga_id=saga_id, actor=actor, kind="saga", status=status, detail=detail)
+
+
 def resume(dispatch: Dispatch, uow: Any, saga: SagaRow) -> None:
     """Queue the saga's runner again, for the head version."""
     head = records.head(uow.session, saga)
@@ -187,4 +282,4 @@ def _asked_receipt(
     return None
 
 
-__all__ = ["cancel_saga", "reconcile_step", "resume"]
+__all__ = ["TAKEN_DOWN_FROM", "cancel_saga", "reconcile_step", "resume", "takedown"]

@@ -1,4 +1,5 @@
-"""Operators' commands: `retry`, `fork`, `db upgrade`, `db check`, `prune`, `dead-letters`.
+"""Operators' commands: `retry`, `fork`, `takedown`, `db upgrade`, `db check`, `prune`,
+`dead-letters`.
 
 Thin, like every command: they read `Settings`, call one function and print
 what it returns (`--json`: one object). `prune` and `dead-letters requeue`
@@ -113,6 +114,25 @@ def register(cli: click.Group, pass_ctx: Any) -> None:
         if not as_json:
             click.echo(f"forked {origin['saga_id']} version {origin['version']} into {out['saga_id']}")
         _emit_status(out, as_json, render.status)
+
+    @cli.command()
+    @click.argument("saga_id")
+    @click.option("--dest", "destination", required=True, help="The destination whose page comes down.")
+    @click.option("--reason", required=True, help="Why (kept in the saga's history).")
+    @click.option("--as", "actor", default=None, help="Your name (required in open mode).")
+    @click.option("--json", "as_json", is_flag=True)
+    @pass_ctx  # type: ignore[untyped-decorator]
+    def takedown(
+        ctx: Any, saga_id: str, destination: str, reason: str, actor: str | None, as_json: bool
+    ) -> None:
+        """Take one destination's page of a succeeded saga down (its publish undone)."""
+        from orchestrator import operations
+        from orchestrator.entrypoints.cli_people import caller
+
+        out = operations.takedown(
+            ctx.app(), saga_id, destination=destination, reason=reason, actor=caller(ctx, actor)
+        )
+        _emit(out, as_json, f"took down {destination} of saga {out['saga_id']}: step compensated")
 
     @cli.group(name="dead-letters", invoke_without_command=True)
     @click.option("--json", "as_json", is_flag=True)

@@ -70,7 +70,9 @@ MAX_ACKS = 500  # the approve form's ticks, one per review finding
 
 NOTICES = {
     "approved": "Approval recorded for the version shown; publishing follows. The destinations show the outcome.",
-    "rejected": "Rejected: the writer is preparing a new version with your reason.",
+    "rejected": "Rejected: the writer revises this version with your reason (it removes the sentences "
+    "whose citations you named); if it could not act on it, the saga says so.",
+    "taken-down": "Taken down: the destination's page was undone, and the step is compensated.",
     "edited": "Saved as a new version; the automated review runs again before it can be approved.",
     "cancelled": "Cancelled: nothing more is published, and what was published is compensated.",
     "cancel-requested": "Cancel requested: the saga stops before its next step, then undoes what it published.",

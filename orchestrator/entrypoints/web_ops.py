@@ -1,4 +1,4 @@
-"""The operators' forms on the saga page: cancel, retry, fork and reconcile.
+"""The operators' forms on the saga page: cancel, retry, fork, reconcile and takedown.
 
 Routes:
 
@@ -12,6 +12,9 @@ Routes:
                                                form per destination
     POST /sagas/{id}/reconcile  dest, outcome, reason
                                                services.reconcile, as the CLI's `reconcile`
+    POST /sagas/{id}/takedown   dest, reason   operations.takedown, as the CLI's `takedown`
+                                               (a form per published destination of a
+                                               succeeded saga)
 
 Each form is checked like the others (origin and form token, `WebPages._form`)
 and acts as the signed-in principal in closed mode (a typed, unverified name in
@@ -84,6 +87,7 @@ class OperatorRoutes:
             Route("/sagas/{saga_id}/fork", self.fork, methods=["POST"]),
             Route("/sagas/{saga_id}/reconcile", self.reconcile_page, methods=["GET"]),
             Route("/sagas/{saga_id}/reconcile", self.reconcile, methods=["POST"]),
+            Route("/sagas/{saga_id}/takedown", self.takedown, methods=["POST"]),
         ]
 
     async def _act(
@@ -134,6 +138,19 @@ class OperatorRoutes:
             return services.fork(self.app, sid, version=number, actor=who)
 
         return await self._act(request, use, lambda _: "forked")
+
+    async def takedown(self, request: Request) -> Response:
+        sid = request.path_params["saga_id"]
+
+        def use(who: Principal | str, form: dict[str, str]) -> dict[str, Any]:
+            destination = form.get("dest", "").strip()
+            if not destination:
+                raise InvalidInput("the form names no destination; reload the page")
+            return operations.takedown(
+                self.app, sid, destination=destination, reason=form.get("reason", ""), actor=who
+            )
+
+        return await self._act(request, use, lambda _: "taken-down")
 
     # -- reconcile -----------------------------------------------------------
     async def reconcile_page(self, request: Request) -> Response:

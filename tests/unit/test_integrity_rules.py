@@ -115,4 +115,6 @@ def test_the_binding_tables_follow_the_runner() -> None:
     assert SagaState.SUCCEEDED not in STATUS_STATES and SagaState.EFFECT_UNKNOWN in STATUS_STATES
     # The runner undoes done steps; only an operator's cancel of an effect-unknown saga touches uncertain ones.
     assert COMPENSABLE[SagaState.EXECUTING] == {"done"}
-    assert set(COMPENSABLE) == {SagaState.EXECUTING, SagaState.EFFECT_UNKNOWN}
+    # An operator's takedown of a succeeded saga's page: a done step, or one whose takedown failed.
+    assert COMPENSABLE[SagaState.SUCCEEDED] == {"done", "compensation-failed"}
+    assert set(COMPENSABLE) == {SagaState.EXECUTING, SagaState.EFFECT_UNKNOWN, SagaState.SUCCEEDED}
