@@ -149,9 +149,8 @@ def test_a_version_with_a_foreign_link_is_never_published(
     shown = lenient.json("show", sid)
     assert URL in shown["markdown"] and shown["review"]["verdict"] == "pass", shown
     refused = strict.run("approve", sid, "--version", str(shown["version"]), "--as", "erin")
-    assert refused.returncode == 4 and "PRESSROOM_LINK_HOSTS" in refused.stderr, (
-        refused.stderr
-    )  # the publish failed
+    # Approved, and the publish it drove was refused at the effect: exit 6, with the reason.
+    assert refused.returncode == 6 and "PRESSROOM_LINK_HOSTS" in refused.stderr, refused.stderr
 
     assert strict.json("status", sid)["state"] == "failed"
     assert not list(site.glob("*.html")) and not list(site.glob("*.md"))
