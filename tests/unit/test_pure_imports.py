@@ -34,6 +34,15 @@ PURE = [
     "orchestrator.read_shapes",
     "orchestrator.read_model",
     "orchestrator.light_config",
+    "roles.revising",
+    "sagas.destinations.webhook_urls",
+    "sagas.destinations.site_names",
+    "orchestrator.core.host_lists",
+    "orchestrator.findings",
+    "orchestrator.quoted",
+    "orchestrator.comment_notes",
+    "orchestrator.saga_log",
+    "orchestrator.entrypoints.web_actions",
 ]
 FORBIDDEN = [
     "sqlalchemy",
