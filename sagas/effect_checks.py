@@ -30,7 +30,7 @@ from sqlmodel import Session
 
 from orchestrator.core.errors import Refused
 from orchestrator.harness.digests import business_key, text_digest, version_digest
-from orchestrator.store.tables import SagaRow, StepRow, VersionRow
+from orchestrator.store.tables import EventRow, SagaRow, StepRow, VersionRow
 from sagas.machine import SagaState
 
 # Where the runner publishes: `approved` (its first step) and `executing`.
@@ -46,14 +46,20 @@ STATUS_STATES = frozenset({SagaState.APPROVED, SagaState.EXECUTING, SagaState.EF
 COMPENSABLE: dict[SagaState, frozenset[str]] = {
     SagaState.EXECUTING: frozenset({"done"}),
     SagaState.EFFECT_UNKNOWN: frozenset({"done", "uncertain", "compensation-failed"}),
+    # A takedown (`sagas.reconcile.takedown`): only with an operator's open request for that
+    # destination (`takedown_requested`, written before the undo), never by any other caller.
     SagaState.SUCCEEDED: frozenset({"done", "compensation-failed"}),
 }
+# The events of a takedown, in the order a request goes through them.
+TAKEDOWN_REQUESTED = "takedown_requested"
+TAKEDOWN_EVENTS = (TAKEDOWN_REQUESTED, "taken_down", "takedown_failed")
 FILE_SCHEMES = ("site", "git")
 
 
 _SAGAS: Table = SagaRow.__table__  # type: ignore[attr-defined]
 _VERSIONS: Table = VersionRow.__table__  # type: ignore[attr-defined]
 _STEPS: Table = StepRow.__table__  # type: ignore[attr-defined]
+_EVENTS: Table = EventRow.__table__  # type: ignore[attr-defined]
 # Prebuilt and narrow: the columns each check reads, no more (the markdown only where it is hashed).
 _SAGA = select(
     _SAGAS.c.id, _SAGAS.c.state, _SAGAS.c.destinations, _SAGAS.c.head_version, _SAGAS.c.cancel_requested_by
@@ -86,6 +92,15 @@ _PUBLISH_READ = (
         )
     )
     .where(_SAGAS.c.id == bindparam("saga_id"))
+)
+_TAKEDOWNS = (
+    select(_EVENTS.c.status, _EVENTS.c.detail)
+    .where(
+        _EVENTS.c.saga_id == bindparam("saga_id"),
+        _EVENTS.c.kind == "saga",
+        _EVENTS.c.status.in_(TAKEDOWN_EVENTS),
+    )
+    .order_by(_EVENTS.c.seq.desc())
 )
 _STEP = select(_STEPS.c.state, _STEPS.c.idempotency_key).where(
     _STEPS.c.saga_id == bindparam("saga_id"), _STEPS.c.uri == bindparam("uri")
@@ -179,6 +194,19 @@ def compensate_bound(session: Session, saga_id: str, destination: str, digest: s
             "(an operator's cancel or takedown is the way); nothing was undone",
             saga_id=saga.id,
         )
+    if SagaState(saga.state) is SagaState.SUCCEEDED and not _takedown_open(conn, saga.id, destination):
+        raise Refused(
+            f"saga {saga.id} is succeeded: {destination} is undone only by an operator's takedown; "
+            "nothing was undone",
+            saga_id=saga.id,
+        )
+
+
+def _takedown_open(conn: Connection, saga_id: str, destination: str) -> bool:
+    """Is the latest takedown event for `destination` a request not yet carried out?"""
+    rows = conn.execute(_TAKEDOWNS, {"saga_id": saga_id}).all()
+    latest = next((r.status for r in rows if (r.detail or {}).get("destination") == destination), None)
+    return latest == TAKEDOWN_REQUESTED
 
 
 def check_bytes(markdown: str, digest: str, *, version: int, title: str) -> None:

@@ -42,6 +42,7 @@ from orchestrator.store.work import abandon_open_work
 from orchestrator.toolpath.engine import Caller
 from outbox.handlers import Dispatch
 from sagas import decider, records
+from sagas.effect_checks import TAKEDOWN_REQUESTED
 from sagas.machine import SagaEvent, SagaState, apply
 from sagas.runner import SagaRunner, publisher_caller, step_views
 from sagas.step_records import set_step
@@ -170,7 +171,7 @@ def takedown(runner: SagaRunner, saga_id: str, *, destination: str, actor: str, 
             runner.store.reconcile(
                 "undo-" + key, "absent", actor=actor, reason=f"takedown again: {reason}", within=uow
             )
-        _takedown_event(s, saga.id, actor, "takedown_requested", destination, key, reason)
+        _takedown_event(s, saga.id, actor, TAKEDOWN_REQUESTED, destination, key, reason)
     result = runner.undo(publisher_caller(saga, digest, actor=actor), saga.id, destination, digest)
     with runner.transact() as uow:
         s = uow.session
