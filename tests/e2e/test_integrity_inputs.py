@@ -193,8 +193,9 @@ def test_api_refusals_are_4xx_json(api: httpx.Client, corpus: Path, tmp_path: Pa
     json_error(api.get("/api/sagas/" + "a" * 10_000), 400)
     # Too long for httpx to send: written to the socket by hand. The server may refuse the request line itself.
     assert 400 <= raw_get_status(api, "/api/sagas/" + "a" * 100_000) < 500
-    json_error(api.get(f"/api/sagas/{sid}/versions/{'9' * 30}"), 404)
-    json_error(api.get(f"/api/sagas/{sid}/diff/1/{'9' * 30}"), 404)
+    # A number too large to be a version is bad input (400), like any oversized integer.
+    assert "whole number" in json_error(api.get(f"/api/sagas/{sid}/versions/{'9' * 30}"), 400)
+    assert "whole number" in json_error(api.get(f"/api/sagas/{sid}/diff/1/{'9' * 30}"), 400)
     for pattern in ("%25%25%25%25%25%25", "______", sid[:5] + "_", sid[:5] + "%25"):
         json_error(api.get(f"/api/sagas/{pattern}"), 404)
 
