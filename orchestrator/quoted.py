@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from roles.injection import assess
-from roles.reviewing import parse_blocks
+from roles.reviewing import markers_in, parse_blocks
 from roles.sentences import claims
 
 QUOTED: Final = "quoted"
@@ -94,11 +94,19 @@ def origins(markdown: str, citations: Sequence[Mapping[str, Any]], brief: str) -
     for block in parse_blocks(markdown):
         if block.kind != "paragraph":
             continue  # headings are titles; the Sources list repeats the citations
+        # A quote of several sentences carries its marker after the last one: the sentences
+        # before it are that quote's, not words written around it.
+        quotes = [
+            " ".join(str(by_marker[m].get("quote") or "").split())
+            for m in markers_in(block.text)
+            if m in by_marker
+        ]
         for claim in claims(block.text):
             where = f"paragraph {block.number} sentence {claim.number}"
             known = [m for m in claim.markers if m in by_marker]
             if not known:
-                if claim.text.strip():
+                said = " ".join(claim.text.split())
+                if said and not any(said in quote for quote in quotes):
                     rows.append(
                         Origin(WRITTEN, claim.text, where=where, reasons=tuple(assess(claim.text, brief)))
                     )

@@ -144,3 +144,10 @@ def test_the_page_shows_a_quote_with_markup_as_text_and_flags_it() -> None:
         ("quoted", "clean"),  # judged against the saga's brief, which names this URL
     ]
     assert "flag f-error" in rows[0]["class"]
+
+
+def test_the_first_sentences_of_a_quote_of_several_are_the_quotes_not_written() -> None:
+    two = "The catalogue moved online in 1998. Before that, patrons searched wooden drawers."
+    markdown = f"# T\n\nA person wrote this. {two} [1]\n"
+    rows = origins(markdown, [_citation("[1]", "c.md", two)], BRIEF)
+    assert [(r.kind, r.text) for r in rows] == [(WRITTEN, "A person wrote this."), (QUOTED, two)]
