@@ -93,6 +93,8 @@ class App:
         version_digest: str | None = None,
         round: int = 0,
         note: str | None = None,
+        role: str | None = None,
+        uses_model: bool = False,
     ) -> str:
         """Queue `task` for `saga_id`: a work row with a lease and an outbox row."""
         queue = queue_of(task)
@@ -113,6 +115,8 @@ class App:
             version_digest=version_digest,
             round=round,
             note=note,
+            role=role,
+            uses_model=uses_model,
         )
         work.payload = handoff.model_dump(mode="json")
         attrs: dict[str, Any] = {names.ATTR_SAGA_ID: saga_id}
@@ -165,7 +169,7 @@ class App:
             return "dead-letter"
         attrs = {names.ATTR_SAGA_ID: handoff.saga_id}
         with propagation.process_span(env.queue, env.message_id, self.broker.system, env.headers, attrs):
-            if self.folds_lease(env.queue):
+            if self.folds_lease(env.queue, handoff):
                 outcome = self._handle_in_one_transaction(env, handoff)
             else:
                 outcome = self._handle_with_lease_first(env, handoff)
@@ -175,7 +179,7 @@ class App:
                     pass
         return outcome
 
-    def folds_lease(self, queue: str) -> bool:
+    def folds_lease(self, queue: str, handoff: Handoff | None = None) -> bool:
         """Whether this queue's work takes its lease inside its final transaction.
 
         PostgreSQL only, and only for short work that never renews its lease nor
@@ -183,8 +187,13 @@ class App:
         reviewer. The researcher may index a large corpus first (minutes), and
         its lease is what shows that it is at work; the publisher's destination
         calls may be slow and its runner renews the lease between destinations,
-        on a connection of its own. Both take the lease first.
+        on a connection of its own. Both take the lease first. So does work whose
+        planner calls a model (`Handoff.uses_model`, or any writer under `PRESSROOM_MODEL`): a
+        model call never runs inside
+        an open transaction nor while the work row's lock is held.
         """
+        if self.settings.model or (handoff is not None and handoff.uses_model):
+            return False
         return queue in self.short_queues and self.engine.dialect.name == "postgresql"
 
     def _handle_with_lease_first(self, env: Envelope, handoff: Handoff) -> str:

@@ -1,8 +1,9 @@
 """The composition root: one `build_app(settings, **overrides)` for every entry point.
 
 It chooses the adapters (database, broker, destinations), registers every
-tool in one registry, wraps them in the one harness, and wires the role and
-publisher handlers. Tests pass overrides here instead of patching modules.
+tool in one registry, wraps them in the one harness, and wires the role
+handler (for every registered role kind's task) and the publisher's. Tests
+pass overrides here instead of patching modules.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 from orchestrator.app import App
 from orchestrator.core.clock import SYSTEM_CLOCK, Clock
 from orchestrator.core.config import Settings
-from orchestrator.core.routing import DRAFT, PUBLISH, RESEARCH, REVIEW
+from orchestrator.core.routing import PUBLISH
 from orchestrator.harness.registry import Registry
 from orchestrator.harness.spec import Risk, ToolSpec
 from orchestrator.saga_tools import saga_tools
@@ -83,10 +84,12 @@ def build_app(
 ) -> App:
     """The application for `settings`. `instrument` wraps the one tool path every handler,
     use case and entry point is given (the evaluation records each call with it)."""
-    from roles.handlers import RolePorts, draft_handler, research_handler, review_handler
+    from roles.handlers import RolePorts, handle_role
+    from roles.kind_plugins import load_kinds
     from roles.tools import role_tools
 
     settings = settings or Settings()
+    role_kinds = load_kinds()  # the built-in kinds and those of the `pressroom.role_kinds` entry points
     engine = make_engine(
         settings.database_url, connect_retry=settings.connect_retry, pool_size=settings.db_pool_size
     )
@@ -153,12 +156,9 @@ def build_app(
     roles = RolePorts(
         engine=engine, tools=tools, dispatch=app.dispatch, settings=settings, catalogue=registry
     )
-    app.handlers = {
-        RESEARCH: partial(research_handler, roles),
-        DRAFT: partial(draft_handler, roles),
-        REVIEW: partial(review_handler, roles),
-        PUBLISH: runner.handle,
-    }
+    # One handler for every kind's task: the saga's pipeline says which role runs when.
+    app.handlers = {kind.task: partial(handle_role, roles, kind.name) for kind in role_kinds.values()}
+    app.handlers[PUBLISH] = runner.handle
     app.relay = Relay(
         engine,
         broker,

@@ -29,10 +29,11 @@ from kombu import Exchange, Queue  # type: ignore[attr-defined]
 
 from orchestrator import saga_log
 from orchestrator.app import App
-from orchestrator.core.routing import QUEUES, TASKS
+from orchestrator.core.routing import PUBLISH, QUEUES
 from orchestrator.store import dead_letters
 from outbox.messages import Envelope
 from outbox.redis_transport import TRANSPORT as REDIS_TRANSPORT
+from roles.kind_plugins import load_kinds
 
 EXCHANGE = Exchange("pressroom", type="direct", durable=True)  # type: ignore[no-untyped-call]
 BROKER_MAX_RETRIES = 60
@@ -106,14 +107,19 @@ def make_celery(broker_url: str, *, max_retries: int = BROKER_MAX_RETRIES) -> Ce
         worker_send_task_events=False,
         broker_transport_options={"visibility_timeout": 3600},
     )
-    for name in TASKS:
-        _register(celery, name)
+    for name, queue in task_queues().items():
+        _register(celery, name, queue)
     return celery
 
 
-def _register(celery: Celery, name: str) -> None:
-    queue = TASKS[name]
+def task_queues() -> dict[str, str]:
+    """Every task a worker runs, with its queue: each registered role kind's, and the publisher's."""
+    tasks = {kind.task: kind.queue for kind in load_kinds().values()}
+    tasks[PUBLISH] = "publisher"
+    return tasks
 
+
+def _register(celery: Celery, name: str, queue: str) -> None:
     def run(self: Task, *args: Any, **kwargs: Any) -> str:
         # Arguments are checked here, not by Celery: a message of the wrong shape
         # becomes a dead letter with its body instead of a failed task.
@@ -279,6 +285,7 @@ __all__ = [
     "pressroom_app",
     "run_worker",
     "set_worker_queues",
+    "task_queues",
     "use_app",
     "use_app_factory",
 ]

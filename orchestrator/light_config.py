@@ -50,6 +50,7 @@ ACCEPTED = frozenset(
         "token",
         "review_reminder",
         "index_dir",
+        "pipelines_dir",
         "trace_file",
         "webhook_allow",
     }

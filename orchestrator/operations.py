@@ -133,7 +133,7 @@ def requeue_dead_letter(app: App, dead_id: str, *, actor: Principal | str) -> di
     actor = who.display
     with unit_of_work(app.engine) as uow:
         row, payload = dead_letters.requeue(
-            uow, dead_id, actor=actor, lease=app.settings.lease_seconds, known_tasks=TASKS
+            uow, dead_id, actor=actor, lease=app.settings.lease_seconds, known_tasks=_known_tasks(app)
         )
         assert row.task is not None
         attrs = {names.ATTR_SAGA_ID: row.saga_id} if row.saga_id else {}
@@ -260,6 +260,11 @@ def count_overdue_reviews(app: App, now: Callable[[], datetime] | None = None) -
 
     return count
 
+
+
+def _known_tasks(app: App) -> dict[str, str]:
+    """Every task a worker runs, by its queue: the fixed ones and each registered role kind's."""
+    return {**TASKS, **{task: queue_of(task) for task in app.handlers}}
 
 __all__ = [
     "PRUNE_EVERY",

@@ -9,7 +9,7 @@ are named here too, so every entry point calls one module.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,7 @@ from orchestrator.core.errors import (
     SelfApproval,
     StaleVersion,
 )
-from orchestrator.core.routing import DRAFT, PUBLISH, REVIEW
+from orchestrator.core.routing import PUBLISH
 from orchestrator.harness.approvals import ApprovalBinding, mint, session_for
 from orchestrator.harness.capabilities import ROLE_CAPABILITIES
 from orchestrator.harness.links import LinkPolicy, describe, foreign_links
@@ -35,12 +35,14 @@ from orchestrator.harness.principals import Party, Permission, Principal, acting
 from orchestrator.people import permitted
 from orchestrator.reads import diff, history, show, status
 from orchestrator.store.comments import comments_on
-from orchestrator.store.db import unit_of_work
+from orchestrator.store.db import UnitOfWork, unit_of_work
 from orchestrator.store.harness_store import approval_row
 from orchestrator.store.tables import SagaRow
 from orchestrator.submission import MAX_BRIEF, index_corpus, refresh_index, submit
+from roles import rounds
 from sagas import records
 from sagas.machine import SagaEvent, SagaState
+from sagas.preparation import every_role, reviewers, revision
 from sagas.retry import carried_parties
 from telemetry import metrics, propagation, spans
 
@@ -183,16 +185,16 @@ def _reject(app: App, saga_id: str, *, actor: str, reason: str) -> dict[str, Any
         detail = {"comments": remarks} if remarks else None
         records.transition(uow.session, saga, SagaEvent.REJECTED, actor=actor, reason=reason, detail=detail)
         records.void_approvals(uow.session, saga.id, reason="rejected")
-        head = records.head(uow.session, saga)
         saga.review_rounds = 0
-        app.dispatch(
+        # A revision round: the writers answer the note, and every role after them runs again.
+        rounds.start_chosen(
             uow,
-            saga_id=saga.id,
-            task=DRAFT,
-            version=saga.head_version,
-            version_digest=head.digest if head else None,
+            app.dispatch,
+            saga,
+            revision,
+            max_revisions=app.settings.max_review_rounds,
+            actor=actor,
             note=rejection_note(actor, reason, remarks),
-            capabilities=tuple(sorted(ROLE_CAPABILITIES["writer"])),
         )
         sid = saga.id
     app.drain()
@@ -238,13 +240,9 @@ def _edit(app: App, saga_id: str, *, path: str, who: Principal) -> dict[str, Any
         )
         new.author_id = who.id
         s.add(new)
-        app.dispatch(
-            uow,
-            saga_id=saga.id,
-            task=REVIEW,
-            version=new.number,
-            version_digest=new.digest,
-            capabilities=tuple(sorted(ROLE_CAPABILITIES["reviewer"])),
+        # The reviewers read the person's text; nobody rewrites it.
+        rounds.start_chosen(
+            uow, app.dispatch, saga, reviewers, max_revisions=app.settings.max_review_rounds, actor=actor
         )
         sid = saga.id
     app.drain()
@@ -295,7 +293,7 @@ def retry(app: App, saga_id: str, *, actor: Principal | str) -> dict[str, Any]:
     who = permitted(app.people, actor, Permission.RETRY)
     sid = _saga_id(app, saga_id)
     with acting(who):
-        what = retry_saga(app.runner, app.dispatch, sid, actor=who.display)
+        what = retry_saga(app.runner, app.dispatch, sid, actor=who.display, prepare=_prepare_again(app))
     app.drain()
     return {**status(app, sid), "retried": what}
 
@@ -309,6 +307,17 @@ def fork(app: App, saga_id: str, *, version: int, actor: Principal | str) -> dic
     with acting(who):
         new = fork_saga(app.runner, sid, version=version, actor=who.display, actor_id=who.id)
     return {**status(app, new), "forked_from": {"saga_id": sid, "version": version}}
+
+
+def _prepare_again(app: App) -> Callable[[UnitOfWork, SagaRow, str], object]:
+    """A retried preparation: a round of every role of the saga's pipeline."""
+
+    def prepare(uow: UnitOfWork, saga: SagaRow, actor: str) -> object:
+        return rounds.start_chosen(
+            uow, app.dispatch, saga, every_role, max_revisions=app.settings.max_review_rounds, actor=actor
+        )
+
+    return prepare
 
 
 def _saga_id(app: App, prefix: str) -> str:

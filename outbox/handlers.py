@@ -38,6 +38,8 @@ class Dispatch(Protocol):
         version_digest: str | None = None,
         round: int = 0,
         note: str | None = None,
+        role: str | None = None,
+        uses_model: bool = False,
     ) -> Any: ...
 
 

@@ -27,6 +27,11 @@ class Handoff(BaseModel):
     version_digest: str | None = None
     round: int = 0
     note: str | None = Field(default=None, max_length=500)
+    # The pipeline role this work is for (None: the kind's own name, as in messages
+    # sent before pipelines), and whether its planner calls a model: such work never
+    # runs inside an open transaction (`App.folds_lease`).
+    role: str | None = Field(default=None, max_length=40)
+    uses_model: bool = False
 
 
 class Envelope(BaseModel):

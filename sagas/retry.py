@@ -18,14 +18,13 @@ original cannot approve the copy either.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from sqlmodel import Session, col, select
 
 from orchestrator.core.errors import Refused
-from orchestrator.core.routing import RESEARCH
 from orchestrator.harness.approvals import session_for
-from orchestrator.harness.capabilities import ROLE_CAPABILITIES
 from orchestrator.harness.principals import Party
 from orchestrator.store.db import UnitOfWork
 from orchestrator.store.events import add_event
@@ -39,26 +38,30 @@ from sagas.runner import SagaRunner, publisher_caller, rearm
 from sagas.step_records import set_step
 from sagas.step_states import StepState
 
+# Prepares a saga again in the caller's unit of work (a round of every role of its
+# pipeline): handed in from above, since the roles sit above the sagas.
+Prepare = Callable[[UnitOfWork, SagaRow, str], object]
 
-def retry_saga(runner: SagaRunner, dispatch: Dispatch, saga_id: str, *, actor: str) -> str:
-    """Retry; what runs again: `execution`, `undo` or `preparation`."""
+
+def retry_saga(runner: SagaRunner, dispatch: Dispatch, saga_id: str, *, actor: str, prepare: Prepare) -> str:
+    """Retry; what runs again: `execution`, `undo` or `preparation` (through `prepare`)."""
     with runner.transact() as uow:
         saga = records.load_saga(uow.session, saga_id, lock=True)
         _not_pruned(uow.session, saga)
         if saga.state != SagaState.EFFECT_UNKNOWN:
-            return _retry_failed(uow, runner, dispatch, saga, actor)
+            return _retry_failed(uow, runner, dispatch, saga, actor, prepare)
         digest, order = _rearm_undos(uow, runner, saga, actor)
     return _retry_undo(runner, dispatch, saga, digest, order, actor)
 
 
-def _retry_failed(uow: UnitOfWork, runner: SagaRunner, dispatch: Dispatch, saga: SagaRow, actor: str) -> str:
+def _retry_failed(
+    uow: UnitOfWork, runner: SagaRunner, dispatch: Dispatch, saga: SagaRow, actor: str, prepare: Prepare
+) -> str:
     s = uow.session
     apply(saga.state, SagaEvent.RETRIED)  # refuses anything but failed
     if not _executed(s, saga):
         _retried(uow, saga, SagaEvent.PREPARATION_RETRIED, actor, [])
-        dispatch(
-            uow, saga_id=saga.id, task=RESEARCH, capabilities=tuple(sorted(ROLE_CAPABILITIES["researcher"]))
-        )
+        prepare(uow, saga, actor)
         return "preparation"
     again = [
         st
@@ -135,6 +138,9 @@ def fork_saga(runner: SagaRunner, saga_id: str, *, version: int, actor: str, act
             created_by=actor,
             created_by_id=actor_id,
             trace_context={},
+            # A rejection or an edit of the fork prepares it with the original's pipeline.
+            pipeline=source.pipeline,
+            pipeline_digest=source.pipeline_digest,
         )
         s.add(fork)
         s.flush()

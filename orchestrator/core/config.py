@@ -83,6 +83,11 @@ class Settings(BaseSettings):
         description="folder of the corpus indexes (one SQLite file per corpus); unset: "
         "'<database file>-index' beside a SQLite database, else '.pressroom-index' beside the secret file",
     )
+    pipelines_dir: Path | None = Field(
+        default=None,
+        description="folder of pipeline TOML files (NAME.toml); unset: only the pipelines the project ships. "
+        "A file here takes the place of a shipped one of the same name",
+    )
     link_hosts: str | None = Field(
         default=None,
         description="hosts (joined by ',') that links and images in a version or page may point to; "
@@ -237,4 +242,12 @@ def environ_snapshot(prefix: str = "OTEL_") -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k.startswith(prefix)}
 
 
-__all__ = ["DEFAULT_BROKER_URL", "DEFAULT_DATABASE_URL", "Settings", "environ_snapshot"]
+def named_secret(variable: str) -> SecretStr | None:
+    """The value of the variable a declared file names for a secret (a model profile's
+    `api_key_env`), read when it is needed, so the secret itself is never in a file; None when
+    the variable is unset or empty."""
+    value = os.environ.get(variable)
+    return SecretStr(value) if value else None
+
+
+__all__ = ["DEFAULT_BROKER_URL", "DEFAULT_DATABASE_URL", "Settings", "environ_snapshot", "named_secret"]

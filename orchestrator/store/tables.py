@@ -44,7 +44,27 @@ class SagaRow(SQLModel, table=True):
     )
     trace_context: dict[str, str] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     ready_at: datetime | None = None
+    pipeline: str = Field(default="default", description="the pipeline's name at submit")
+    pipeline_digest: str | None = Field(
+        default=None, description="the `pipeline` artifact the saga runs (null: the shipped default)"
+    )
+    prep_round: int = Field(default=0, description="the preparation round in progress (role_runs)")
     created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class RoleRunRow(SQLModel, table=True):
+    """One pipeline role's run in one preparation round of a saga."""
+
+    __tablename__ = "role_runs"
+
+    saga_id: str = Field(foreign_key="sagas.id", primary_key=True)
+    round: int = Field(primary_key=True)
+    role: str = Field(primary_key=True)
+    state: str = Field(description="waiting | queued | done | unchanged | failed")
+    verdict: str | None = Field(default=None, description="a reviewer's pass | fail")
+    result_digest: str | None = Field(default=None, description="the artifact the run made")
+    reason: str | None = None
     updated_at: datetime = Field(default_factory=utcnow)
 
 
@@ -197,6 +217,7 @@ __all__ = [
     "CheckpointRow",
     "EventRow",
     "LedgerRow",
+    "RoleRunRow",
     "SagaRow",
     "StepRow",
     "VersionRow",

@@ -34,8 +34,15 @@ def test_a_widened_handoff_changes_nothing_and_fails_the_saga(
     sid = services.submit(
         held, brief="library network", corpus=str(corpus), destinations=["memory:w"], actor="dana"
     )["saga_id"]
-    with unit_of_work(held.engine) as uow:  # a forged handoff asking the writer to publish
-        held.dispatch(uow, saga_id=sid, task=DRAFT, capabilities=("draft.write", "publish", "approval.grant"))
+    with unit_of_work(held.engine) as uow:  # a forged handoff of this round asking the writer to publish
+        held.dispatch(
+            uow,
+            saga_id=sid,
+            task=DRAFT,
+            round=1,
+            role="writer",
+            capabilities=("draft.write", "publish", "approval.grant"),
+        )
     app = make_app(sqlite_url, tmp_path)
     with Session(app.engine) as s:
         forged = s.exec(select(OutboxRow).where(OutboxRow.task == DRAFT)).one()
