@@ -3,28 +3,48 @@
 
 `ChatModel.complete(messages, tools)` sends one request and returns a
 `ModelReply`: the answer's text and its tool calls, names and argument strings
-exactly as the endpoint sent them. Errors::
+exactly as the endpoint sent them, its usage, finish reason and model. Errors::
 
     PressroomError
     ├── InvalidInput        the `openai` package is missing, or no model is configured
-    ├── ModelUnavailable    no answer: connection, timeout, 408/409/429, 5xx (try again later)
+    ├── ModelUnavailable    no answer: connection, timeout, 408/409/429, 5xx (try again later;
+    │                       `retry_after`: the seconds the server asked for, if it did)
     └── ModelRefused        a definite refusal: another 4xx (key, model name, request)
 
-Talks to the network (through the client); reads settings only from `Settings`.
+`chat_for(profile)` is the client of a pipeline's model profile: its parameters
+(temperature, seed, max_tokens, timeout) go with every request and the client
+never retries on its own (`roles.durable_model` decides). The key is read from
+the variable the profile names when the client is asked for, never from a file.
+
+Talks to the network (through the client); reads settings only through
+`orchestrator.core.config`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from functools import lru_cache
-from typing import Any, Protocol, cast
+from typing import Any, Final, Protocol, cast
 
-from orchestrator.core.config import Settings
+from orchestrator.core.config import Settings, named_secret
 from orchestrator.core.errors import InvalidInput, PressroomError
+from orchestrator.core.pipeline import ModelProfile
+
+NO_KEY: Final = "unused"  # sent when no key is configured: local servers ignore it
+MAX_RETRY_AFTER: Final = 24 * 3600.0  # a longer (or nonsensical) Retry-After is not believed
 
 
 class ModelUnavailable(PressroomError):
-    """The endpoint gave no answer (connection, timeout, 408/409/429, 5xx); worth trying again later."""
+    """The endpoint gave no answer (connection, timeout, 408/409/429, 5xx); worth trying again later.
+
+    `status` is the HTTP status when there was one; `retry_after` the seconds the
+    server asked to wait (`Retry-After` or `retry-after-ms`), None when it did not say.
+    """
+
+    status: int | None = None
+    retry_after: float | None = None
 
 
 @dataclass(frozen=True)
@@ -38,12 +58,17 @@ class ModelToolCall:
 
 @dataclass(frozen=True)
 class ModelReply:
-    """What one chat completion said: its text and its tool calls, as sent, and the tokens it used
-    (`usage.total_tokens`, when the endpoint reports it)."""
+    """What one chat completion said: its text and its tool calls, as sent; the tokens it used
+    (`usage.total_tokens`, `prompt_tokens` and `completion_tokens`, when the endpoint reports
+    them); why it stopped (`finish_reason`) and the model that answered (the response's)."""
 
     text: str | None
     tool_calls: tuple[ModelToolCall, ...] = ()
     tokens: int | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    finish_reason: str | None = None
+    model: str | None = None
 
 
 class ModelRefused(PressroomError):
@@ -59,8 +84,11 @@ class ChatModel(Protocol):
 class OpenAIChat:
     """`ChatModel` over the official `openai` client (imported only when used).
 
-    Without a `base_url` the client's own default endpoint applies. The client
-    retries a failed request `max_retries` times before an error comes out.
+    Without a `base_url` the client's own default endpoint applies. `temperature`,
+    `seed` and `max_tokens` go with every request when given. The client retries a
+    failed request `max_retries` times before an error comes out (0: never; a
+    caller with its own retries, `roles.durable_model`, wants that). Clients are
+    shared per endpoint, model, key, timeout and retries in this process.
     """
 
     def __init__(
@@ -70,21 +98,23 @@ class OpenAIChat:
         base_url: str | None = None,
         api_key: str | None = None,
         timeout: float = 60.0,
-        max_retries: int = 2,
+        max_retries: int = 0,
+        temperature: float | None = None,
+        seed: int | None = None,
+        max_tokens: int | None = None,
     ) -> None:
         try:
             import openai
         except ImportError as exc:
             raise InvalidInput(
-                "PRESSROOM_MODEL is set but the `openai` package is not installed; "
+                "a model is configured but the `openai` package is not installed; "
                 "install the `llm` extra: pip install 'pressroom[llm]'"
             ) from exc
         self.model = model
         self._openai = openai  # its exception classes, kept without a module-level import
-        # A key is always passed, so the client never looks for one elsewhere; local servers ignore it.
-        self._client = openai.OpenAI(
-            base_url=base_url, api_key=api_key or "unused", timeout=timeout, max_retries=max_retries
-        )
+        self._client = _client(base_url, model, api_key or NO_KEY, timeout, max_retries)
+        chosen = {"temperature": temperature, "seed": seed, "max_tokens": max_tokens}
+        self.params: dict[str, Any] = {k: v for k, v in chosen.items() if v is not None}
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelReply:
         errors = self._openai
@@ -92,12 +122,14 @@ class OpenAIChat:
         offer: dict[str, Any] = {"tools": tools, "tool_choice": "auto", "parallel_tool_calls": False}
         try:
             response = self._client.chat.completions.create(
-                model=self.model, messages=cast(Any, messages), **(offer if tools else {})
+                model=self.model, messages=cast(Any, messages), **self.params, **(offer if tools else {})
             )
         except errors.APIStatusError as exc:
             if exc.status_code in (408, 409, 429) or exc.status_code >= 500:
                 raise ModelUnavailable(
-                    f"model endpoint answered {exc.status_code}", status=exc.status_code
+                    f"model endpoint answered {exc.status_code}",
+                    status=exc.status_code,
+                    retry_after=retry_after(exc.response.headers),
                 ) from None
             raise ModelRefused(
                 f"model endpoint refused the request ({exc.status_code}): {exc.message}"[:300],
@@ -105,18 +137,74 @@ class OpenAIChat:
             ) from None
         except errors.APIError as exc:
             raise ModelUnavailable(f"model endpoint unreachable: {type(exc).__name__}: {exc}"[:300]) from None
-        usage = getattr(response, "usage", None)
-        tokens = usage.total_tokens if usage is not None else None
-        if not response.choices:
-            return ModelReply(text=None, tokens=tokens)
-        message = response.choices[0].message
-        calls: list[ModelToolCall] = []
-        for call in message.tool_calls or ():
-            if call.type == "function":
-                calls.append(ModelToolCall(call.id, call.function.name, call.function.arguments))
-            else:  # a custom (free-text) tool call: no such tool is offered
-                calls.append(ModelToolCall(call.id, call.custom.name, call.custom.input))
-        return ModelReply(text=message.content, tool_calls=tuple(calls), tokens=tokens)
+        return _reply(response)
+
+
+def _reply(response: Any) -> ModelReply:
+    usage = getattr(response, "usage", None)
+    model = getattr(response, "model", None)
+    tokens, tokens_in, tokens_out = (
+        (usage.total_tokens, usage.prompt_tokens, usage.completion_tokens)
+        if usage is not None
+        else (None,) * 3
+    )
+    if not response.choices:
+        return ModelReply(None, (), tokens, tokens_in, tokens_out, None, model)
+    choice = response.choices[0]
+    message = choice.message
+    calls: list[ModelToolCall] = []
+    for call in message.tool_calls or ():
+        if call.type == "function":
+            calls.append(ModelToolCall(call.id, call.function.name, call.function.arguments))
+        else:  # a custom (free-text) tool call: no such tool is offered
+            calls.append(ModelToolCall(call.id, call.custom.name, call.custom.input))
+    return ModelReply(
+        message.content, tuple(calls), tokens, tokens_in, tokens_out, choice.finish_reason, model
+    )
+
+
+def retry_after(headers: Any, *, now: datetime | None = None) -> float | None:
+    """The seconds a response asked to wait: `retry-after-ms`, or `Retry-After` in seconds or as
+    an HTTP date; None when it asked nothing (or something unbelievable)."""
+    seconds: float | None = None
+    try:
+        if (ms := headers.get("retry-after-ms")) is not None:
+            seconds = float(ms) / 1000
+        elif (value := headers.get("retry-after")) is not None:
+            try:
+                seconds = float(value)
+            except ValueError:
+                seconds = (parsedate_to_datetime(value) - (now or datetime.now(UTC))).total_seconds()
+    except (TypeError, ValueError):
+        return None
+    if seconds is None or not 0 <= seconds <= MAX_RETRY_AFTER:  # NaN fails both comparisons
+        return None
+    return seconds
+
+
+@lru_cache(maxsize=32)
+def _client(base_url: str | None, model: str, api_key: str, timeout: float, max_retries: int) -> Any:
+    """One `openai.OpenAI` (its connection pool) per endpoint, model, key, timeout and retries."""
+    import openai
+
+    # A key is always passed, so the client never looks for one elsewhere.
+    return openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries)
+
+
+def chat_for(profile: ModelProfile) -> OpenAIChat:
+    """The client of a pipeline's model profile. Its key is read now from the variable the
+    profile names (`api_key_env`; none: no key); a changed key gets a client of its own."""
+    secret = named_secret(profile.api_key_env) if profile.api_key_env else None
+    return OpenAIChat(
+        profile.model,
+        base_url=profile.base_url,
+        api_key=secret.get_secret_value() if secret else None,
+        timeout=profile.timeout,
+        max_retries=0,
+        temperature=profile.temperature,
+        seed=profile.seed,
+        max_tokens=profile.max_tokens,
+    )
 
 
 def open_chat(settings: Settings) -> ChatModel:
@@ -129,7 +217,8 @@ def open_chat(settings: Settings) -> ChatModel:
 
 @lru_cache(maxsize=8)
 def _cached_chat(model: str, base_url: str | None, api_key: str | None) -> OpenAIChat:
-    return OpenAIChat(model, base_url=base_url, api_key=api_key)
+    # This path has no retry loop of its own: the client retries.
+    return OpenAIChat(model, base_url=base_url, api_key=api_key, max_retries=2)
 
 
 __all__ = [
@@ -139,5 +228,7 @@ __all__ = [
     "ModelToolCall",
     "ModelUnavailable",
     "OpenAIChat",
+    "chat_for",
     "open_chat",
+    "retry_after",
 ]

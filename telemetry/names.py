@@ -43,6 +43,31 @@ ATTR_DESTINATION: Final = "pressroom.destination"
 ATTR_DESTINATION_SCHEME: Final = "pressroom.destination.scheme"
 ATTR_APPROVER: Final = "pressroom.approver"
 ATTR_OUTCOME: Final = "pressroom.outcome"
+ATTR_ROLE: Final = "pressroom.role"
+"""The pipeline's role name of a model call's turn."""
+ATTR_MODEL_COST_USD: Final = "pressroom.model.cost_usd"
+ATTR_MODEL_REPLAYED: Final = "pressroom.model.replayed"
+"""True when a model call was answered from its record, without a request."""
+
+# -- generative AI semantic conventions (a model call's span) --------------------
+GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
+GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
+GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
+GEN_AI_REQUEST_TEMPERATURE: Final = "gen_ai.request.temperature"
+GEN_AI_REQUEST_SEED: Final = "gen_ai.request.seed"
+GEN_AI_REQUEST_MAX_TOKENS: Final = "gen_ai.request.max_tokens"
+GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
+GEN_AI_RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
+GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
+GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
+OP_CHAT: Final = "chat"
+PROVIDER_OPENAI: Final = "openai"
+
+
+def model_span_name(model: str) -> str:
+    """The name of a model call's span, as the conventions spell it: `chat {model}`."""
+    return f"{OP_CHAT} {model}"
+
 
 # -- messaging semantic conventions -----------------------------------------
 MESSAGING_SYSTEM: Final = "messaging.system"
@@ -96,6 +121,9 @@ __all__ = [
     "ATTR_DESTINATION",
     "ATTR_DESTINATION_SCHEME",
     "ATTR_IDEMPOTENCY_KEY",
+    "ATTR_MODEL_COST_USD",
+    "ATTR_MODEL_REPLAYED",
+    "ATTR_ROLE",
     "ATTR_OUTCOME",
     "ATTR_RISK",
     "ATTR_SAGA_ID",
@@ -104,6 +132,16 @@ __all__ = [
     "ATTR_VERSION",
     "ATTR_VERSION_DIGEST",
     "AUTHORIZATION",
+    "GEN_AI_OPERATION_NAME",
+    "GEN_AI_PROVIDER_NAME",
+    "GEN_AI_REQUEST_MAX_TOKENS",
+    "GEN_AI_REQUEST_MODEL",
+    "GEN_AI_REQUEST_SEED",
+    "GEN_AI_REQUEST_TEMPERATURE",
+    "GEN_AI_RESPONSE_FINISH_REASONS",
+    "GEN_AI_RESPONSE_MODEL",
+    "GEN_AI_USAGE_INPUT_TOKENS",
+    "GEN_AI_USAGE_OUTPUT_TOKENS",
     "MESSAGING_DESTINATION_NAME",
     "MESSAGING_MESSAGE_ID",
     "MESSAGING_OPERATION_NAME",
@@ -120,12 +158,14 @@ __all__ = [
     "METRIC_OUTBOX_LAG",
     "METRIC_SAGAS",
     "METRIC_SAGA_DURATION",
+    "OP_CHAT",
     "OP_CREATE",
     "OP_PROCESS",
     "OP_SEND",
     "OP_SETTLE",
     "PHASES",
     "PROPOSAL",
+    "PROVIDER_OPENAI",
     "SCOPE",
     "SEND",
     "SERVICE_API",
@@ -136,5 +176,6 @@ __all__ = [
     "SYSTEM_RABBITMQ",
     "SYSTEM_REDIS",
     "action_span_name",
+    "model_span_name",
     "worker_service_name",
 ]
