@@ -16,8 +16,16 @@ one that no cited source contains), ``reference-mismatch``,
 ``no-citations``, ``uncited-sentence`` and ``unsupported-sentence`` (a
 sentence of a cited paragraph that states something carries no marker, or
 its markers' quotes do not back it; located ``paragraph N sentence M``; see
-`roles.sentences`), ``hidden-characters`` (warning), ``quote-not-in-text``
-(warning: the paragraph that carries a marker does not contain its quote).
+`roles.sentences`), the floor's ``number-not-in-quote``,
+``entity-not-in-quote`` and ``negation-mismatch`` (a cited sentence states a
+number or a name its quotes do not have, or negates what they state, or the
+other way round; same location; see `roles.floor_checks`),
+``hidden-characters`` (warning), ``quote-not-in-text`` (warning: the
+paragraph that carries a marker does not contain its quote).
+
+`cited_sentences()` numbers the sentences a reviewer judges (`review.record`
+takes judgments by that number; the rules of a reviewer's reads and judgments
+are in `roles.judgments`).
 
 Reads files (through `roles.corpus`); writes nothing.
 """
@@ -33,6 +41,7 @@ from typing import Final, Literal
 from orchestrator.core.errors import InvalidInput, NotFound
 from roles.artifacts import Citation, Finding, ReviewReport, SourceFile
 from roles.corpus import SourceOutsideCorpus, read_source, sentence_spans
+from roles.floor_checks import floor_findings
 from roles.injection import FOREIGN_URL, HIDDEN_CHARACTERS, assess, foreign_urls, rule_of
 from roles.sentences import claims, states_something, supports
 
@@ -213,7 +222,7 @@ def _check_blocks(
             if marker not in by_marker:
                 findings.append(_error("dangling-marker", block.location, f"marker {marker} has no citation"))
         if markers:
-            findings += sentence_findings(block, by_marker)
+            findings += sentence_findings(block, by_marker, brief)
         text = normalize(block.text)
         if any(leak in text for leak in leaks):
             findings.append(
@@ -293,8 +302,9 @@ def leak_fragments(suspicious_texts: Iterable[str]) -> list[str]:
     return found
 
 
-def sentence_findings(block: Block, by_marker: dict[str, Citation]) -> list[Finding]:
-    """Each sentence of a cited paragraph that states something is backed by its own markers' quotes."""
+def sentence_findings(block: Block, by_marker: dict[str, Citation], brief: str = "") -> list[Finding]:
+    """Each sentence of a cited paragraph that states something is backed by its own markers' quotes,
+    and passes the floor's checks against them."""
     findings: list[Finding] = []
     sentences = claims(block.text)
     for index, claim in enumerate(sentences):
@@ -311,12 +321,41 @@ def sentence_findings(block: Block, by_marker: dict[str, Citation]) -> list[Find
             ]
             if not any(normalize(claim.text) in q for q in quotes):
                 findings.append(_error("uncited-sentence", where, f"no citation backs {shown!r}"))
-        elif cited and not supports([c.quote for c in cited], claim.text):
+        elif cited:
             named = ", ".join(c.marker for c in cited)
-            findings.append(
-                _error("unsupported-sentence", where, f"the quote of {named} does not support {shown!r}")
-            )
+            quotes = [c.quote for c in cited]
+            if not supports(quotes, claim.text):
+                findings.append(
+                    _error("unsupported-sentence", where, f"the quote of {named} does not support {shown!r}")
+                )
+            findings += floor_findings(claim.text, quotes, brief, location=where, named=named)
     return findings
+
+
+@dataclass(frozen=True)
+class CitedSentence:
+    """A sentence a reviewer judges: its number (1-based, over the whole version), where it
+    is (``paragraph N sentence M``), its text without markers, and the citations it carries."""
+
+    index: int
+    location: str
+    text: str
+    citations: tuple[Citation, ...]
+
+
+def cited_sentences(markdown: str, citations: Sequence[Citation]) -> list[CitedSentence]:
+    """The body sentences that state something and carry a known citation, in order."""
+    by_marker = {c.marker: c for c in citations}
+    found: list[CitedSentence] = []
+    for block in parse_blocks(markdown):
+        if block.kind != "paragraph":
+            continue
+        for claim in claims(block.text):
+            cited = tuple(by_marker[m] for m in claim.markers if m in by_marker)
+            if cited and states_something(claim.text):
+                where = f"{block.location} sentence {claim.number}"
+                found.append(CitedSentence(len(found) + 1, where, claim.text, cited))
+    return found
 
 
 def _error(rule: str, location: str, message: str) -> Finding:

@@ -1,5 +1,6 @@
 """The role agents' tools: `corpus.search`, `corpus.read` (read only),
-`draft.write` and `review.record` (reversible writes keyed by business key).
+`evidence.record`, `draft.write` and `review.record` (reversible writes keyed
+by business key).
 
 Tools take a saga id, never a path to roam: the corpus is the saga's own.
 What they return is data (passages flagged `suspicious` included, never
@@ -8,6 +9,7 @@ obeyed). Drafts and review reports are stored as content-addressed artifacts.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from datetime import datetime
@@ -30,11 +32,14 @@ from orchestrator.store.db import one_read, unit_of_work
 from orchestrator.store.tables import ArtifactRow, SagaRow, VersionRow, utcnow
 from roles.artifacts import Artifact, Draft, Evidence, Finding, SourceFile
 from roles.corpus import load_corpus, read_source
+from roles.evidence_tool import EvidenceArgs, build_evidence, evidence_key
 from roles.headings import Outline, outline
 from roles.index import CorpusIndexes
 from roles.injection import assess
+from roles.judgments import ReviewArgs, judgment_findings, read_findings, with_findings
+from roles.model_drafts import OwnDraft, checked_draft
 from roles.ranking import collect_evidence
-from roles.reviewing import review
+from roles.reviewing import cited_sentences, review
 from roles.revising import NothingLeft, revise, ruled_out
 from roles.writing import DROP_QUOTE_RULES, PERSON_REJECTED, NothingToWrite, write_draft
 from sagas import records
@@ -73,8 +78,10 @@ class ReadArgs(BaseModel):
     source: str = Field(min_length=1, max_length=1024)
 
 
-class DraftArgs(BaseModel):
-    """Write a draft from an evidence artifact, answering a review's findings."""
+class DraftArgs(OwnDraft):
+    """Write a draft from an evidence artifact, answering a review's findings: the model's own
+    `title`, `markdown` and `citations` when given (checked, `roles.model_drafts`), else the
+    deterministic writer's."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     saga_id: str = Field(min_length=1, max_length=64)
@@ -82,15 +89,6 @@ class DraftArgs(BaseModel):
     round: int = Field(default=0, ge=0, le=20)
     review_digest: str | None = Field(default=None, pattern=DIGEST)
     note: str | None = Field(default=None, max_length=500)
-
-
-class ReviewArgs(BaseModel):
-    """Review one version against the original sources and record the report."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    saga_id: str = Field(min_length=1, max_length=64)
-    version: int = Field(ge=1)
-    version_digest: str = Field(pattern=DIGEST)
 
 
 def store_artifact(session: Session, saga_id: str, kind: str, artifact: Artifact) -> str:
@@ -146,14 +144,15 @@ class RoleTools:
 
     def search(self, ctx: ToolContext, args: SearchArgs) -> dict[str, Any]:
         brief, root, submitted = self._saga(args.saga_id)
-        query = args.query or brief
+        return self._collect(args.query or brief, root, submitted, args.limit).model_dump(mode="json")
+
+    def _collect(self, query: str, root: Path, submitted: datetime, limit: int) -> Evidence:
+        """The search's evidence (`limit` 0: only its screen, the passages set aside)."""
         if self.indexes is None:
-            evidence = collect_evidence(query, load_corpus(root), limit=args.limit)
-        else:
-            index = self.indexes.for_corpus(root)
-            index.refresh_unless_since(submitted)  # changes made before the saga was submitted
-            evidence = index.evidence(query, limit=args.limit)
-        return evidence.model_dump(mode="json")
+            return collect_evidence(query, load_corpus(root), limit=limit)
+        index = self.indexes.for_corpus(root)
+        index.refresh_unless_since(submitted)  # changes made before the saga was submitted
+        return index.evidence(query, limit=limit)
 
     def read(self, ctx: ToolContext, args: ReadArgs) -> dict[str, Any]:
         brief, root, _ = self._saga(args.saga_id)
@@ -165,6 +164,18 @@ class RoleTools:
             "text": source.text,
             "suspicious": bool(reasons),
             "reasons": reasons,
+        }
+
+    def evidence(self, ctx: ToolContext, args: EvidenceArgs) -> dict[str, Any]:
+        brief, root, submitted = self._saga(args.saga_id)
+        screen = self._collect(brief, root, submitted, 0)
+        evidence = build_evidence(args.notes, brief=brief, read=self._reader(root), screen=screen)
+        with unit_of_work(self.engine) as uow:
+            digest = store_artifact(uow.session, args.saga_id, "evidence", evidence)
+        return {
+            "evidence_digest": digest,
+            "passages": len(evidence.passages),
+            "evidence": evidence.model_dump(mode="json"),
         }
 
     def draft(self, ctx: ToolContext, args: DraftArgs) -> dict[str, Any]:
@@ -183,7 +194,10 @@ class RoleTools:
             previous = None
             if head is not None and (findings or args.note):
                 previous = Draft(title=head.title, markdown=head.markdown, citations=tuple(head.citations))
-            if previous is not None and (args.note or person_author(s, saga.id, upto=saga.head_version)):
+            if args.markdown is not None:  # the model's own draft: stored as written, once it checks
+                read = self._reader(Path(saga.corpus))
+                draft = checked_draft(args, evidence, brief=saga.brief, read=read, link_hosts=self.link_hosts)
+            elif previous is not None and (args.note or person_author(s, saga.id, upto=saga.head_version)):
                 # A rejection, or text a person wrote: revise the head's own text, never restart
                 # from the evidence (that would drop the person's words).
                 draft = _revised(previous, findings)
@@ -229,15 +243,20 @@ class RoleTools:
             if version.evidence_digest:
                 body = load_artifact(s, version.evidence_digest)
                 suspicious = [p["text"] for p in body.get("suspicious", [])]
+            citations = [_citation(c) for c in version.citations]
             report = review(
                 version.markdown,
-                [_citation(c) for c in version.citations],
+                citations,
                 corpus_root=Path(saga.corpus),
                 brief=saga.brief,
                 read=self._reader(Path(saga.corpus)),
                 version_digest=version.digest,
                 suspicious_texts=suspicious,
             )
+            # The floor ran first, with its own reads; the reviewer's reads and judgments only add.
+            added = [] if args.read is None else read_findings(args.read, citations)
+            added += judgment_findings(args.judgments or [], cited_sentences(version.markdown, citations))
+            report = with_findings(report, added)
             digest = store_artifact(s, saga.id, "review", report)
         return {"review_digest": digest, "verdict": report.verdict, "findings": len(report.findings)}
 
@@ -257,6 +276,14 @@ class RoleTools:
                 self.read,
             ),
             reversible_write(
+                "evidence.record",
+                "Record the notes read from the saga's corpus as its evidence: each quote byte-exact in "
+                "its source at the digest the read returned. Refuses, naming the first note that is not.",
+                EvidenceArgs,
+                self.evidence,
+                key=evidence_key,
+            ),
+            reversible_write(
                 "draft.write",
                 "Write a cited markdown draft from an evidence artifact.",
                 DraftArgs,
@@ -265,10 +292,11 @@ class RoleTools:
             ),
             reversible_write(
                 "review.record",
-                "Check a version against the original sources and record the review report.",
+                "Check a version against the original sources and record the review report, with the "
+                "digests the reviewer read and its judgment of each cited sentence (by number).",
                 ReviewArgs,
                 self.review,
-                key=lambda a: f"review-{a.saga_id}-{a.version}-{a.version_digest[:16]}",
+                key=_review_key,
             ),
         ]
 
@@ -316,9 +344,20 @@ def note_findings(note: str) -> list[Finding]:
     return [Finding(rule=PERSON_REJECTED, location=f"citation {m}", message=note) for m in markers]
 
 
+def _review_key(a: ReviewArgs) -> str:
+    """One review per version and per report asked for: two reviewers of one version (parallel
+    roles) whose reads or judgments differ record two reports, never a conflict."""
+    key = f"review-{a.saga_id}-{a.version}-{a.version_digest[:16]}"
+    if a.read or a.judgments:
+        said = a.model_dump(mode="json", include={"read", "judgments"})
+        key += "-" + text_digest(json.dumps(said, sort_keys=True, separators=(",", ":")))[:16]
+    return key
+
+
 def _draft_key(a: DraftArgs) -> str:
     note = text_digest(a.note)[:12] if a.note else ""
-    return f"draft-{a.saga_id}-{a.evidence_digest[:16]}-{a.round}-{(a.review_digest or '')[:16]}-{note}"
+    key = f"draft-{a.saga_id}-{a.evidence_digest[:16]}-{a.round}-{(a.review_digest or '')[:16]}-{note}"
+    return key + a.own_key()
 
 
 def _citation(c: dict[str, Any]) -> Any:
@@ -335,6 +374,7 @@ def role_tools(
 
 __all__ = [
     "DraftArgs",
+    "EvidenceArgs",
     "ReadArgs",
     "ReviewArgs",
     "RoleTools",

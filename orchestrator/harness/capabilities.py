@@ -10,7 +10,7 @@ Capabilities = frozenset[str]
 
 # What each role may ever do, whatever a handoff asks for.
 ROLE_CAPABILITIES: dict[str, Capabilities] = {
-    "researcher": frozenset({"corpus.search", "corpus.read"}),
+    "researcher": frozenset({"corpus.search", "corpus.read", "evidence.record"}),
     "writer": frozenset({"draft.write"}),
     "reviewer": frozenset({"corpus.read", "review.record"}),
     "publisher": frozenset({"publish", "publish.compensate", "publish.status"}),

@@ -37,21 +37,22 @@ def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 
 def test_a_clean_saga_spends_its_calls_and_exhaustion_fails_it(db: str, tmp_path: Path, corpus: Path) -> None:
-    # Research (a search and three reads), a draft, a review (three reads and its record): nine calls.
-    app = make_app(db, tmp_path, saga_budget=9)
+    # Research (a search, three reads and its evidence), a draft, a review (three reads and its
+    # record): ten calls.
+    app = make_app(db, tmp_path, saga_budget=10)
     ok = services.submit(app, brief=BRIEF, corpus=str(corpus), destinations=["memory:b1"], actor="dana")
     assert ok["state"] == "ready-for-review", ok
     with Session(app.engine) as s:
-        assert spent(s, ok["saga_id"]).calls == 9
+        assert spent(s, ok["saga_id"]).calls == 10
 
-    tight = make_app(db, tmp_path, saga_budget=8)
+    tight = make_app(db, tmp_path, saga_budget=9)
     out = services.submit(tight, brief=BRIEF, corpus=str(corpus), destinations=["memory:b2"], actor="dana")
     env = base_env(PRESSROOM_DATABASE_URL=db, PRESSROOM_BROKER_URL="inline://")
     status = cli_json(env, "status", out["saga_id"])
     assert status["state"] == "failed", status
     history = cli_json(env, "history", out["saga_id"])["events"]
     failed = [e for e in history if e["kind"] == "transition" and e["status"] == "failed"]
-    assert failed and str(failed[-1]["detail"].get("reason", "")).startswith("budget exhausted: 8 of 8"), (
+    assert failed and str(failed[-1]["detail"].get("reason", "")).startswith("budget exhausted: 9 of 9"), (
         failed
     )
     # The review was refused before it ran: no review row, nothing after the refusal.
@@ -61,7 +62,7 @@ def test_a_clean_saga_spends_its_calls_and_exhaustion_fails_it(db: str, tmp_path
 
 def test_a_turn_run_again_after_a_crash_continues_the_count(db: str, tmp_path: Path, corpus: Path) -> None:
     # No broker delivery: the research turn is run here by hand, as a worker would.
-    app = make_app(db, tmp_path, saga_budget=6, broker_url="none://")
+    app = make_app(db, tmp_path, saga_budget=7, broker_url="none://")
     sid = services.submit(app, brief=BRIEF, corpus=str(corpus), destinations=["memory:b3"], actor="dana")[
         "saga_id"
     ]
@@ -71,12 +72,12 @@ def test_a_turn_run_again_after_a_crash_continues_the_count(db: str, tmp_path: P
     research = app.handlers[RESEARCH]
     research(handoff, "worker-1")  # the first run: its calls commit, then the worker dies (no finalizer)
     with Session(app.engine) as s:
-        assert spent(s, sid).calls == 4
+        assert spent(s, sid).calls == 5
     finalize = research(handoff, "worker-2")  # the lease brings the turn back
     with unit_of_work(app.engine) as uow:
         finalize(uow)
     with Session(app.engine) as s:
-        assert spent(s, sid).calls == 6, "the second run continued from 4, not from 0"
+        assert spent(s, sid).calls == 7, "the second run continued from 5, not from 0"
         reasons = [
             e.detail.get("reason")
             for e in s.exec(select(EventRow).where(EventRow.saga_id == sid).order_by(col(EventRow.seq))).all()
@@ -84,4 +85,4 @@ def test_a_turn_run_again_after_a_crash_continues_the_count(db: str, tmp_path: P
         ]
     env = base_env(PRESSROOM_DATABASE_URL=db, PRESSROOM_BROKER_URL="none://")
     assert cli_json(env, "status", sid)["state"] == "failed"
-    assert str(reasons[-1]).startswith("budget exhausted: 6 of 6"), reasons
+    assert str(reasons[-1]).startswith("budget exhausted: 7 of 7"), reasons
