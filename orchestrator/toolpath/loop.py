@@ -80,7 +80,9 @@ def run_loop(
         outcome.budget_left -= 1
         spent, tokens = _tokens(planner).get("model_tokens", 0), tokens_before
         tokens_before = spent
-        result = harness.call(proposal, replace(caller, usage=Usage(tokens=max(0, spent - tokens))))
+        # A planner whose model calls are charged where they are recorded charges nothing here.
+        usage = Usage(tokens=max(0, spent - tokens)) if getattr(planner, "charges_tokens", True) else Usage()
+        result = harness.call(proposal, replace(caller, usage=usage))
         outcome.results.append(result)
         if result.refusal is Refusal.BUDGET_EXHAUSTED:
             # The saga's durable budget is spent: nothing more is called in this saga.

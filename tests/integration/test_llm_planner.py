@@ -37,6 +37,7 @@ from orchestrator.toolpath.loop import LoopLimits, run_loop
 from roles import llm_planner
 from roles.llm_client import ModelReply, ModelToolCall, ModelUnavailable, OpenAIChat
 from roles.llm_planner import ModelPlanner, planner_for, tools_for
+from roles.model_goals import MAX_GOAL_CHARS, base_goal, instructions
 from roles.planners import ReviewPlanner, WriterPlanner
 from roles.tools import DraftArgs, ReadArgs, RoleTools, SearchArgs
 
@@ -130,9 +131,13 @@ def caller(role: str) -> Caller:
 
 def researcher(server: ChatServer, registry: Registry) -> ModelPlanner:
     chat = OpenAIChat(MODEL, base_url=server.url, api_key="test-key", max_retries=0)
-    goal = f"Research the brief for saga {SAGA}: the history of the Alder Vale garden."
     return ModelPlanner(
-        role="researcher", goal=goal, tools=tools_for("researcher", registry), chat=chat, result_tool=None
+        role="researcher",
+        system=instructions("researcher", "research", "evidence"),
+        goal=base_goal("researcher", "research", SAGA, "The history of the Alder Vale garden."),
+        tools=tools_for("researcher", registry),
+        chat=chat,
+        result_tool=None,
     )
 
 
@@ -163,12 +168,19 @@ def test_the_request_carries_the_role_tools_and_frames_tool_output_as_data() -> 
     assert server.requests[0]["headers"]["authorization"] == "Bearer test-key"
     assert first["model"] == MODEL and first["tool_choice"] == "auto"
     tools = {t["function"]["name"]: t["function"] for t in first["tools"]}
-    assert set(tools) == {"corpus_search", "corpus_read"}  # nothing outside the role, no denied tool
+    # Nothing outside the role, no denied tool.
+    assert set(tools) == {"corpus_search", "corpus_read", "evidence_record"}
     assert tools["corpus_read"]["parameters"] == ReadArgs.model_json_schema()
     assert tools["corpus_search"]["parameters"] == SearchArgs.model_json_schema()
     assert all(t["type"] == "function" for t in first["tools"])
     assert [m["role"] for m in first["messages"]] == ["system", "user"]
     assert "untrusted data" in first["messages"][0]["content"]
+    assert json.loads(first["messages"][1]["content"]) == {
+        "role": "researcher",
+        "role_name": "research",
+        "saga_id": SAGA,
+        "brief": "The history of the Alder Vale garden.",
+    }
 
     assert [m["role"] for m in second["messages"]] == ["system", "user", "assistant", "tool"]
     echoed, answer = second["messages"][2], second["messages"][3]
@@ -216,7 +228,7 @@ def test_malformed_answers_are_rejected_by_the_harness_and_the_loop_stops() -> N
     third = server.bodies()[2]["messages"]
     tool_messages = [json.loads(m["content"]) for m in third if m["role"] == "tool"]
     assert [t["status"] for t in tool_messages] == ["rejected", "rejected"]
-    assert "not valid JSON" in tool_messages[0]["reason"]
+    assert "not valid JSON" in tool_messages[0]["content"]  # no output: the harness's reason
     echoed = [m for m in third if m["role"] == "assistant"][0]["tool_calls"][0]["function"]["arguments"]
     assert echoed.endswith("visitor-notes.md")  # the malformed arguments, echoed as sent
 
@@ -224,12 +236,17 @@ def test_malformed_answers_are_rejected_by_the_harness_and_the_loop_stops() -> N
 def test_the_writer_turn_ends_when_draft_write_answers() -> None:
     calls = Calls()
     registry, harness, store = rig(calls)
+    goal = {**base_goal("writer", "draft", SAGA, "A garden."), "evidence_digest": EVIDENCE, "round": 0}
     with ChatServer("draft_write_call", "final_answer") as server:
-        settings = Settings(model=MODEL, model_base_url=server.url, secret="s")
-        default = WriterPlanner(SAGA, EVIDENCE, 0, None, None)
-        planner = planner_for("writer", settings, default, registry=registry)
+        planner = ModelPlanner(
+            role="writer",
+            system=instructions("writer", "draft", "version"),
+            goal=goal,
+            tools=tools_for("writer", registry),
+            chat=OpenAIChat(MODEL, base_url=server.url, api_key="test-key"),
+            result_tool="draft.write",
+        )
         outcome = run_loop(harness, planner, caller("writer"), sleep=lambda _: None)
-    assert isinstance(planner, ModelPlanner)
     assert outcome.finished and planner.result == {
         "draft_digest": "cd" * 32,
         "title": "Garden",
@@ -239,8 +256,11 @@ def test_the_writer_turn_ends_when_draft_write_answers() -> None:
     body = server.bodies()[0]
     assert [t["function"]["name"] for t in body["tools"]] == ["draft_write"]
     assert body["tools"][0]["function"]["parameters"] == DraftArgs.model_json_schema()
-    assert json.dumps(default.args, sort_keys=True) in body["messages"][1]["content"]
-    assert calls.seen == [("draft.write", {**default.args, "review_digest": None, "note": None})]
+    assert json.loads(body["messages"][1]["content"]) == goal
+    unset = {"review_digest": None, "note": None, "title": None, "markdown": None, "citations": None}
+    assert calls.seen == [
+        ("draft.write", {"saga_id": SAGA, "evidence_digest": EVIDENCE, "round": 0, **unset})
+    ]
     assert [entry.status for entry in store.ledger()] == ["done"]
 
 
@@ -287,7 +307,8 @@ def test_the_conversation_is_bounded() -> None:
     chat = EchoChat()
     planner = ModelPlanner(
         role="researcher",
-        goal="g" * 10_000,
+        system=instructions("researcher", "research", "evidence"),
+        goal=base_goal("researcher", "research", SAGA, "g" * 10_000),
         tools=tools_for("researcher", registry),
         chat=chat,
         result_tool=None,
@@ -300,8 +321,8 @@ def test_the_conversation_is_bounded() -> None:
     planner.propose(transcript)
     last = chat.sent[-1]
     assert len(last) <= 2 + 2 * llm_planner.MAX_EXCHANGES
-    assert len(last[1]["content"]) < llm_planner.MAX_GOAL_CHARS + 200
-    assert "earlier tool exchanges are left out" in last[1]["content"]
+    assert len(last[1]["content"]) < MAX_GOAL_CHARS and json.loads(last[1]["content"])["brief"].endswith("…")
+    assert "earlier tool exchanges are left out" in last[0]["content"]
     body = sum(len(json.dumps(m)) for m in last[2:])
     assert body <= llm_planner.MAX_CONVERSATION_CHARS
     assert all(len(m["content"]) < llm_planner.MAX_RESULT_CHARS + 1000 for m in last if m["role"] == "tool")
