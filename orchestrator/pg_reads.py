@@ -24,11 +24,15 @@ import re
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from orchestrator.pipeline_shapes import Spent
 from orchestrator.read_model import Unanswered
 from orchestrator.sqlite_reads import (
     MAX_SAGA_ID,
     MAX_VERSION,
+    ROLE_RUNS_SQL,
+    SPENT_SQL,
     ApprovalRec,
+    RoleRunRec,
     SagaRec,
     StepRec,
     VersionRec,
@@ -169,6 +173,14 @@ class PgReads:
     def artifact_body(self, digest: str) -> dict[str, Any] | None:
         row = self.conn.execute("SELECT body FROM artifacts WHERE digest = %s", (digest,)).fetchone()
         return None if row is None else dict(row[0])
+
+    def role_runs(self, saga_id: str) -> list[RoleRunRec]:
+        rows = self.conn.execute(ROLE_RUNS_SQL.format(p="%s"), (saga_id,)).fetchall()
+        return [RoleRunRec(*row) for row in rows]
+
+    def spent(self, saga_id: str) -> list[Spent]:
+        rows = self.conn.execute(SPENT_SQL.format(p="%s"), (saga_id,)).fetchall()
+        return [Spent(role, int(n), int(t_in), int(t_out), float(c)) for role, n, t_in, t_out, c in rows]
 
 
 __all__ = ["PgReads"]

@@ -2,7 +2,8 @@
 
 `SagaReads` is what a read needs from a store: a saga by id or prefix, a
 page of sagas, a version, the steps, the latest approval, an artifact's
-body, and whether the caller may read at all. Its adapter is
+body, the runs of its pipeline's roles, what its model calls spent by role,
+and whether the caller may read at all. Its adapter is
 `orchestrator.sqlite_reads.SqliteReads` (standard-library SQLite, for
 a CLI that starts fast); every other database, and every other entry point,
 reads through the store's SQLModel path (`orchestrator.services.status` and
@@ -22,7 +23,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
-from orchestrator import read_shapes
+from orchestrator import pipeline_shapes, read_shapes
+from orchestrator.pipeline_shapes import RoleRunRecord, Spent
 from orchestrator.read_shapes import ApprovalRecord, SagaRecord, StepRecord, VersionRecord
 
 
@@ -41,6 +43,8 @@ class SagaReads(Protocol):
     def steps(self, saga_id: str) -> Sequence[StepRecord]: ...
     def latest_approval(self, saga_id: str) -> ApprovalRecord | None: ...
     def artifact_body(self, digest: str) -> dict[str, Any] | None: ...
+    def role_runs(self, saga_id: str) -> Sequence[RoleRunRecord]: ...
+    def spent(self, saga_id: str) -> Sequence[Spent]: ...
 
 
 def may_read(reads: SagaReads, token: str | None) -> None:
@@ -86,7 +90,7 @@ def status(
         raise Unanswered("paging flags with a saga id")
     saga = _need(reads.find_saga(saga_id))
     return read_shapes.saga_status(
-        saga, _head(reads, saga), reads.steps(saga.id), reads.latest_approval(saga.id)
+        saga, _head(reads, saga), reads.steps(saga.id), reads.latest_approval(saga.id), _progress(reads, saga)
     )
 
 
@@ -96,7 +100,13 @@ def show(reads: SagaReads, saga_id: str, number: int | None) -> dict[str, Any]:
     wanted = number if number is not None else saga.head_version
     version = _need(reads.version(saga.id, wanted))
     evidence = reads.artifact_body(version.evidence_digest) if version.evidence_digest else None
-    return read_shapes.version_view(saga, version, evidence)
+    return read_shapes.version_view(saga, version, evidence, _progress(reads, saga))
+
+
+def _progress(reads: SagaReads, saga: SagaRecord) -> dict[str, Any]:
+    """The saga's pipeline, its roles' latest runs and its model usage (`pipeline_shapes`)."""
+    body = pipeline_shapes.pipeline_body(saga, reads.artifact_body)
+    return pipeline_shapes.progress(saga, body, reads.role_runs(saga.id), reads.spent(saga.id))
 
 
 __all__ = ["SagaReads", "Unanswered", "may_read", "show", "status"]

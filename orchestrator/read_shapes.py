@@ -7,7 +7,9 @@ database, every entry point) and the CLI's standard-library SQLite reader
 (`orchestrator.sqlite_reads`, which starts without SQLAlchemy). Both
 hand the records they loaded to the functions here, so neither writes a
 shape of its own. A record is anything with the attributes of its row
-(a SQLModel row, or a frozen dataclass of the same names).
+(a SQLModel row, or a frozen dataclass of the same names). The pipeline part
+of both (`pipeline`, `roles`, `usage`) is built by `orchestrator.pipeline_shapes`
+and handed in as `progress`.
 
 Also here, because both readers page alike: the opaque page cursor (the
 creation time and id of the last saga shown, base64 JSON) and the limit check.
@@ -16,7 +18,7 @@ creation time and id of the last saga shown, base64 JSON) and the limit check.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol, TypeVar
 
@@ -48,6 +50,10 @@ class SagaRecord(Protocol):
     def cancel_requested_by(self) -> str | None: ...
     @property
     def ready_at(self) -> datetime | None: ...
+    @property
+    def pipeline(self) -> str: ...
+    @property
+    def pipeline_digest(self) -> str | None: ...
     @property
     def created_at(self) -> datetime: ...
     @property
@@ -114,6 +120,7 @@ def saga_summary(saga: SagaRecord, head: VersionRecord | None) -> dict[str, Any]
         "destinations": list(saga.destinations),
         "created_by": saga.created_by,
         "reason": saga.reason,
+        "pipeline": saga.pipeline,
         "updated_at": iso(saga.updated_at),
     }
 
@@ -123,8 +130,10 @@ def saga_status(
     head: VersionRecord | None,
     steps: Sequence[StepRecord],
     approval: ApprovalRecord | None,
+    progress: Mapping[str, Any],
 ) -> dict[str, Any]:
-    """`status SAGA_ID`: `steps` are the saga's publishing steps, `approval` its latest one."""
+    """`status SAGA_ID`: `steps` are the saga's publishing steps, `approval` its latest one,
+    `progress` its pipeline, roles and usage (`orchestrator.pipeline_shapes.progress`)."""
     from orchestrator.harness.digests import business_key  # hashlib: only a saga's status needs it
 
     digest = head.digest if head else None
@@ -160,6 +169,7 @@ def saga_status(
         "approval": _approval(approval) if approval else None,
         # The head's automated review, shown to the approver (a person's version is never redrafted).
         "review": head.review if head else None,
+        **progress,
     }
 
 
@@ -180,8 +190,14 @@ def _approval(row: ApprovalRecord) -> dict[str, Any]:
     }
 
 
-def version_view(saga: SagaRecord, version: VersionRecord, evidence: dict[str, Any] | None) -> dict[str, Any]:
-    """`show SAGA_ID`: `evidence` is the body of the version's evidence artifact, if stored."""
+def version_view(
+    saga: SagaRecord,
+    version: VersionRecord,
+    evidence: dict[str, Any] | None,
+    progress: Mapping[str, Any],
+) -> dict[str, Any]:
+    """`show SAGA_ID`: `evidence` is the body of the version's evidence artifact, if stored;
+    `progress` the saga's pipeline, roles and usage, as in `status`."""
     flagged: dict[str, list[str]] = {}
     if evidence is not None:
         for item in evidence.get("suspicious", []):
@@ -201,6 +217,7 @@ def version_view(saga: SagaRecord, version: VersionRecord, evidence: dict[str, A
         "review": version.review,
         "evidence_digest": version.evidence_digest,
         "suspicious_sources": suspicious,
+        **progress,
     }
 
 

@@ -1,4 +1,5 @@
-"""Saga tools for outside callers (the MCP server): `saga.submit`, `saga.status`, `saga.show`.
+"""Saga tools for outside callers (the MCP server): `saga.submit`, `saga.status`, `saga.show`,
+and `pipelines.list` / `pipelines.show` (what a submit may run, `orchestrator.pipeline_catalog`).
 
 They are ordinary `ToolSpec`s in the one registry, so every call takes the
 harness path (parse, validate, policy, ledger, events) like any other tool.
@@ -36,12 +37,13 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from orchestrator import services
+from orchestrator import pipeline_catalog, services
 from orchestrator.app import App
 from orchestrator.harness.declare import read_only, reversible_write
 from orchestrator.harness.digests import canonical_json, sha256_hex
 from orchestrator.harness.principals import current_principal
 from orchestrator.harness.spec import ToolContext, ToolSpec
+from orchestrator.pipeline_files import DEFAULT as DEFAULT_PIPELINE
 
 SagaId = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")]
 
@@ -66,6 +68,12 @@ class SubmitArgs(BaseModel):
         max_length=128,
         description="reuse it when retrying this submission; pick a new one to submit the same brief again",
     )
+    pipeline: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=40,
+        description="the pipeline to run (`pipelines.list`); the default one when omitted",
+    )
 
 
 class StatusArgs(BaseModel):
@@ -83,6 +91,38 @@ class ShowArgs(BaseModel):
 
     saga_id: SagaId
     version: int | None = Field(default=None, ge=1, description="the version number; the head when omitted")
+
+
+class PipelinesListArgs(BaseModel):
+    """List the pipelines a submit may run."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PipelineShowArgs(BaseModel):
+    """Read one pipeline: its roles in order and its model profiles."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1, max_length=40, description="the pipeline's name (`pipelines.list`)")
+
+
+class PipelineListing(BaseModel):
+    """`pressroom pipelines list --json`."""
+
+    model_config = ConfigDict(extra="allow")
+
+    pipelines: list[dict[str, Any]]
+    invalid: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class PipelineView(BaseModel):
+    """`pressroom pipelines show NAME --json`."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str
+    roles: list[dict[str, Any]]
 
 
 class DestinationView(BaseModel):
@@ -122,8 +162,11 @@ class VersionView(BaseModel):
 
 
 def submit_key(args: SubmitArgs) -> str:
-    """The business key of one submission (see the module docstring)."""
-    body = [args.brief, args.corpus, list(args.destinations), args.request_id]
+    """The business key of one submission (see the module docstring). A pipeline other than
+    the default is part of it; the default is not, so omitting it and naming it are one call."""
+    body: list[Any] = [args.brief, args.corpus, list(args.destinations), args.request_id]
+    if args.pipeline not in (None, DEFAULT_PIPELINE):
+        body.append(args.pipeline)
     return "submit-" + sha256_hex(canonical_json(body))[:40]
 
 
@@ -140,6 +183,7 @@ class SagaTools:
             corpus=args.corpus,
             destinations=list(args.destinations),
             actor=current_principal() or ctx.actor,  # the harness set the caller's principal
+            pipeline=args.pipeline,
         )
         return SagaStatus.model_validate(out)
 
@@ -148,6 +192,12 @@ class SagaTools:
 
     def show(self, ctx: ToolContext, args: ShowArgs) -> VersionView:
         return VersionView.model_validate(services.show(self._app(), args.saga_id, args.version))
+
+    def pipelines_list(self, ctx: ToolContext, args: PipelinesListArgs) -> PipelineListing:
+        return PipelineListing.model_validate(pipeline_catalog.listing(self._app().settings))
+
+    def pipelines_show(self, ctx: ToolContext, args: PipelineShowArgs) -> PipelineView:
+        return PipelineView.model_validate(pipeline_catalog.detail(self._app().settings, args.name))
 
     def specs(self) -> list[ToolSpec]:
         return [
@@ -176,6 +226,22 @@ class SagaTools:
                 self.show,
                 output=VersionView,
             ),
+            read_only(
+                "pipelines.list",
+                "The pipelines saga.submit may run, each with its roles in order; a pipeline file that "
+                "does not parse is named under `invalid` with the file and field at fault.",
+                PipelinesListArgs,
+                self.pipelines_list,
+                output=PipelineListing,
+            ),
+            read_only(
+                "pipelines.show",
+                "One pipeline's roles in order (kind, after, planner, model, budget, tools) and its "
+                "model profiles by name; never a key.",
+                PipelineShowArgs,
+                self.pipelines_show,
+                output=PipelineView,
+            ),
         ]
 
 
@@ -184,6 +250,10 @@ def saga_tools(app_provider: Callable[[], App]) -> list[ToolSpec]:
 
 
 __all__ = [
+    "PipelineListing",
+    "PipelineShowArgs",
+    "PipelineView",
+    "PipelinesListArgs",
     "SagaStatus",
     "SagaTools",
     "ShowArgs",

@@ -26,6 +26,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
+from orchestrator.pipeline_shapes import Spent
 from orchestrator.store.migration_head import head_from_files
 
 MIGRATION_VERSIONS = Path(__file__).resolve().parent / "store" / "migrations" / "versions"
@@ -66,6 +67,8 @@ class SagaRec(NamedTuple):
     reason: str | None
     cancel_requested_by: str | None
     ready_at: datetime | None
+    pipeline: str
+    pipeline_digest: str | None
     created_at: datetime
     updated_at: datetime
 
@@ -97,6 +100,25 @@ class ApprovalRec(NamedTuple):
     expires_at: datetime
     consumed_at: datetime | None
     voided_at: datetime | None
+
+
+class RoleRunRec(NamedTuple):
+    role: str
+    round: int
+    state: str
+    verdict: str | None
+    reason: str | None
+
+
+# What a saga's answered model calls spent, by role, as `orchestrator.store.model_calls.usage` sums it.
+SPENT_SQL = (
+    "SELECT role, COUNT(*), COALESCE(SUM(tokens_in), 0), COALESCE(SUM(tokens_out), 0), "
+    "COALESCE(SUM(cost_usd), 0.0) FROM model_calls WHERE saga_id = {p} AND state = 'answered' "
+    "GROUP BY role ORDER BY role"
+)
+ROLE_RUNS_SQL = (
+    f"SELECT {', '.join(RoleRunRec._fields)} FROM role_runs WHERE saga_id = {{p}} ORDER BY round, role"
+)
 
 
 # Columns read as SQLAlchemy's SQLite dialect reads them; every other column is taken as stored.
@@ -243,9 +265,20 @@ class SqliteReads:
         row = self.conn.execute("SELECT body FROM artifacts WHERE digest = ?", (digest,)).fetchone()
         return None if row is None else _json(row[0])
 
+    def role_runs(self, saga_id: str) -> list[RoleRunRec]:
+        rows = self.conn.execute(ROLE_RUNS_SQL.format(p="?"), (saga_id,)).fetchall()
+        return [RoleRunRec(*row) for row in rows]
+
+    def spent(self, saga_id: str) -> list[Spent]:
+        rows = self.conn.execute(SPENT_SQL.format(p="?"), (saga_id,)).fetchall()
+        return [Spent(role, int(n), int(t_in), int(t_out), float(c)) for role, n, t_in, t_out, c in rows]
+
 
 __all__ = [
+    "ROLE_RUNS_SQL",
+    "SPENT_SQL",
     "ApprovalRec",
+    "RoleRunRec",
     "SagaRec",
     "SqliteReads",
     "StepRec",

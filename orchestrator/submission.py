@@ -1,4 +1,8 @@
-"""`submit`: a brief, a corpus and destinations in; a saga preparing, its research queued.
+"""`submit`: a brief, a corpus, destinations and a pipeline in; a saga preparing, its research queued.
+
+The pipeline (`--pipeline NAME`, default `default`) is loaded and checked
+here, then stored with the saga as an artifact (`orchestrator.pipeline_artifact`):
+the saga runs that copy, whatever happens to the file later.
 
 With a request id, a retried submit returns the saga the first one made.
 Destinations are checked here before anything is written: at most
@@ -15,20 +19,23 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
+from orchestrator import pipeline_files
 from orchestrator.app import App, saga_span
 from orchestrator.core.errors import InvalidInput
-from orchestrator.core.routing import RESEARCH
-from orchestrator.harness.capabilities import ROLE_CAPABILITIES
+from orchestrator.core.pipeline import Pipeline
 from orchestrator.harness.principals import Permission, Principal, acting
 from orchestrator.people import permitted
+from orchestrator.pipeline_artifact import store_pipeline
 from orchestrator.reads import status
 from orchestrator.store import submit_requests
 from orchestrator.store.db import unit_of_work
 from orchestrator.store.harness_store import add_event
 from orchestrator.store.tables import SagaRow, utcnow
+from roles import rounds
 from sagas.destinations.registry import normalise_destination, parse_destination
 from sagas.destinations.webhook_urls import WebhookAllow
 from sagas.machine import SagaState
+from sagas.preparation import every_role
 from telemetry import propagation
 
 MAX_BRIEF = 4000
@@ -84,18 +91,32 @@ def submit(
     destinations: list[str],
     actor: Principal | str,
     request_id: str | None = None,
+    pipeline: str | None = None,
 ) -> dict[str, Any]:
-    """Start a saga. With `request_id`, a retry returns the saga the first call made
-    (`"replayed": true`) instead of making another."""
+    """Start a saga that runs `pipeline` (a name; None: the default). With `request_id`, a
+    retry returns the saga the first call made (`"replayed": true`) instead of making another."""
     who = permitted(app.people, actor, Permission.SUBMIT)
     with acting(who):
         return _submit(
-            app, brief=brief, corpus=corpus, destinations=destinations, who=who, request_id=request_id
+            app,
+            brief=brief,
+            corpus=corpus,
+            destinations=destinations,
+            who=who,
+            request_id=request_id,
+            pipeline=pipeline,
         )
 
 
 def _submit(
-    app: App, *, brief: str, corpus: str, destinations: list[str], who: Principal, request_id: str | None
+    app: App,
+    *,
+    brief: str,
+    corpus: str,
+    destinations: list[str],
+    who: Principal,
+    request_id: str | None,
+    pipeline: str | None,
 ) -> dict[str, Any]:
     brief = (brief or "").strip()
     if not brief:
@@ -112,18 +133,23 @@ def _submit(
     roots = app.settings.roots()
     _within(roots, root, "corpus folder")
     destinations = _checked_destinations(app, destinations, roots)
+    plan = pipeline_files.load(app.settings, pipeline)  # unknown: NotFound; a bad file: one line
     digest = ""
     if request_id is not None:
         request_id = submit_requests.check_request_id(request_id)
         digest = submit_requests.args_digest(
-            brief=brief, corpus=str(root.resolve()), destinations=list(destinations), actor=who.id
+            brief=brief,
+            corpus=str(root.resolve()),
+            destinations=list(destinations),
+            actor=who.id,
+            pipeline=plan.name,
         )
         with Session(app.engine) as s:
             made = submit_requests.find(s, request_id, digest)
         if made is not None:
             return {**status(app, made), "request_id": request_id, "replayed": True}
     try:
-        saga_id = _start_saga(app, brief, root, destinations, who, request_id, digest)
+        saga_id = _start_saga(app, brief, root, destinations, who, request_id, digest, plan)
     except IntegrityError:
         if request_id is None:
             raise
@@ -145,6 +171,7 @@ def _start_saga(
     who: Principal,
     request_id: str | None,
     digest: str,
+    plan: Pipeline,
 ) -> str:
     actor = who.display
     submitted = utcnow()
@@ -158,25 +185,31 @@ def _start_saga(
             created_by=actor,
             created_by_id=who.id,
             created_at=submitted,
+            pipeline=plan.name,
         )
         with saga_span("submit", saga):
             # The saga's trace starts here; every later message and command joins it.
             saga.trace_context = propagation.inject_context()
             uow.session.add(saga)
             uow.session.flush()
+            saga.pipeline_digest = store_pipeline(uow.session, saga.id, plan)  # the saga runs this copy
             add_event(
                 uow.session,
                 saga_id=saga.id,
                 actor=actor,
                 kind="saga",
                 status="submitted",
-                detail={"destinations": destinations, "corpus": saga.corpus, "index": indexed},
+                detail={
+                    "destinations": destinations,
+                    "corpus": saga.corpus,
+                    "index": indexed,
+                    "pipeline": plan.name,
+                    "pipeline_digest": saga.pipeline_digest,
+                },
             )
-            app.dispatch(
-                uow,
-                saga_id=saga.id,
-                task=RESEARCH,
-                capabilities=tuple(sorted(ROLE_CAPABILITIES["researcher"])),
+            # The first round: every role of the pipeline, the first ones queued now.
+            rounds.start_chosen(
+                uow, app.dispatch, saga, every_role, max_revisions=app.settings.max_review_rounds, actor=actor
             )
             if request_id is not None:
                 submit_requests.record(uow.session, request_id, saga.id, digest)

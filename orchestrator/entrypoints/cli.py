@@ -82,6 +82,9 @@ def cli() -> None:
 )
 @click.option("--as", "actor", default=None, help="Who submits (open mode; default 'submitter').")
 @click.option("--request-id", default=None, help="Makes a retried submit return the saga the first one made.")
+@click.option(
+    "--pipeline", default=None, help="The pipeline to run (default: default; `pressroom pipelines list`)."
+)
 @click.option("--json", "as_json", is_flag=True)
 @pass_ctx
 def submit(
@@ -91,12 +94,19 @@ def submit(
     dests: tuple[str, ...],
     actor: str | None,
     request_id: str | None,
+    pipeline: str | None,
     as_json: bool,
 ) -> None:
-    """Start a saga: research, write and review a brief."""
+    """Start a saga: its pipeline's roles research, write and review a brief."""
     who = caller(ctx, actor, default="submitter")
     out = services.submit(
-        ctx.app(), brief=brief, corpus=corpus, destinations=list(dests), actor=who, request_id=request_id
+        ctx.app(),
+        brief=brief,
+        corpus=corpus,
+        destinations=list(dests),
+        actor=who,
+        request_id=request_id,
+        pipeline=pipeline,
     )
     emit(out, as_json, render.status)
     check_outcome(out)
@@ -268,6 +278,10 @@ from orchestrator.entrypoints import indexing  # noqa: E402  (registers index)
 
 indexing.register(cli, pass_ctx, emit)
 
+from orchestrator.entrypoints import pipelines_cli  # noqa: E402  (registers pipelines list / show)
+
+pipelines_cli.register(cli, pass_ctx, emit)
+
 
 def _error(message: str) -> None:
     """One line on stderr, never wrapped: scripts grep it."""
@@ -324,7 +338,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(args: list[str]) -> int:
     try:
-        cli.main(args=args, prog_name="pressroom", standalone_mode=False)
+        # Not standalone, click returns the code of an `Exit` a command raised (`pipelines list`
+        # exits 2 after its output when a file does not parse); a command returns None.
+        returned = cli.main(args=args, prog_name="pressroom", standalone_mode=False)
+        if isinstance(returned, int):
+            return returned
     except click.exceptions.Exit as exc:
         return int(exc.exit_code or 0)
     except click.Abort:

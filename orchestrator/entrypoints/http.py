@@ -5,8 +5,8 @@ matching service returns, unchanged.
 
     GET  /api/sagas?limit=&after=&waiting=   {"sagas": [...], "has_more", "next"}  (status, paged)
     POST /api/sagas                          201, the new saga's status (submit)
-         {"brief", "corpus", "destinations": [...], "as"}; an `Idempotency-Key`
-         header makes a retry answer 200 with the saga the first call made
+         {"brief", "corpus", "destinations": [...], "as", "pipeline"?}; an
+         `Idempotency-Key` header makes a retry answer 200 with the saga the first call made
     GET  /api/sagas/{id}                     status
     GET  /api/sagas/{id}/versions/{n}        show
     GET  /api/sagas/{id}/history             history
@@ -17,6 +17,8 @@ matching service returns, unchanged.
     POST /api/sagas/{id}/reconcile           {"destination", "outcome", "as", "reason"}
     POST /api/sagas/{id}/retry               {"as"}: run a failed saga (or a failed undo) again
     POST /api/sagas/{id}/fork                {"version", "as"}: 201, the new saga at ready-for-review
+    GET  /api/pipelines                      {"pipelines": [...], "invalid": [...]} (pipelines list)
+    GET  /api/pipelines/{name}               pipelines show: 404 unknown, 400 a bad name or file
 
 Errors are `{"error": message, "kind": class name}` with the status from
 `http_support.status_for`: InvalidInput (and a body that is not JSON, or not
@@ -61,7 +63,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from orchestrator import services
+from orchestrator import pipeline_catalog, services
 from orchestrator.app import App
 from orchestrator.core.errors import PressroomError
 from orchestrator.entrypoints import pages
@@ -129,6 +131,8 @@ class Api:
             Route("/api/sagas/{saga_id}/reconcile", self.reconcile, methods=["POST"]),
             Route("/api/sagas/{saga_id}/retry", self.retry, methods=["POST"]),
             Route("/api/sagas/{saga_id}/fork", self.fork, methods=["POST"]),
+            Route("/api/pipelines", self.pipelines, methods=["GET"]),
+            Route("/api/pipelines/{name}", self.pipeline, methods=["GET"]),
         ]
 
     async def healthz(self, request: Request) -> Response:
@@ -147,6 +151,17 @@ class Api:
             return services.status(self.app, limit=limit, after=q.get("after") or None, waiting=waiting)
 
         return JSONResponse(await run_in_threadpool(call))
+
+    async def pipelines(self, request: Request) -> Response:
+        """Every pipeline; one whose file does not parse is named under `invalid` (still 200:
+        the listing itself worked, and the good ones are there)."""
+        await self.reader(request)
+        return JSONResponse(await run_in_threadpool(pipeline_catalog.listing, self.app.settings))
+
+    async def pipeline(self, request: Request) -> Response:
+        await self.reader(request)
+        name = request.path_params["name"]
+        return JSONResponse(await run_in_threadpool(pipeline_catalog.detail, self.app.settings, name))
 
     async def status(self, request: Request) -> Response:
         await self.reader(request)
@@ -184,6 +199,7 @@ class Api:
                 destinations=body.destinations,
                 actor=who,
                 request_id=request_id,
+                pipeline=body.pipeline,
             )
 
         out = await run_in_threadpool(call)

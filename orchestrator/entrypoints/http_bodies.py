@@ -33,6 +33,7 @@ class SubmitBody(_Body):
     corpus: StrictStr
     destinations: list[StrictStr]
     actor: StrictStr | None = Field(default=None, alias="as")
+    pipeline: StrictStr | None = None
 
 
 class ApproveBody(_Body):

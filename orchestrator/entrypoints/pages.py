@@ -60,6 +60,11 @@ _TONES = {
     "compensated": "mute",
     "applied": "good",  # a destination's status answer (the reconcile page)
     "absent": "mute",
+    # A pipeline role's latest run, and a reviewer role's verdict.
+    "queued": "busy",
+    "waiting": "mute",
+    "unchanged": "mute",
+    "fail": "bad",
 }
 
 
@@ -166,6 +171,16 @@ def _note(event: Mapping[str, Any]) -> str:
     return str(detail.get("reason") or detail.get("to") or detail.get("key") or "")[:160]
 
 
+def _usage(usage: Mapping[str, Any] | None) -> str:
+    """A saga's (or a role's) model use: `2 model calls · 1,200 tokens in · 300 out · $0.0012`."""
+    spent = usage or {}
+    calls = int(spent.get("model_calls") or 0)
+    return (
+        f"{calls} model call{'' if calls == 1 else 's'} · {int(spent.get('tokens_in') or 0):,} tokens in"
+        f" · {int(spent.get('tokens_out') or 0):,} out · ${float(spent.get('cost_usd') or 0):.4f}"
+    )
+
+
 def _join_text(items: Any, separator: str) -> str:
     return separator.join(str(item) for item in items)
 
@@ -212,6 +227,7 @@ def environment() -> Environment:
         anchor=anchor_of,
         finding_id=finding_id,
         shell=shlex.quote,
+        usage=_usage,
     )
     env.globals.update(saga_href=saga_href, token_field=FORM_TOKEN_FIELD)
     return env

@@ -58,6 +58,16 @@ def _line(*cells: object) -> None:
         console().print(text, markup=False, soft_wrap=True)
 
 
+def line(*cells: object) -> None:
+    """One record on one line (public: the other command modules print with it)."""
+    _line(*cells)
+
+
+def piped() -> bool:
+    """Whether stdout is not a terminal: plain lines then, no rich."""
+    return _piped()
+
+
 def escape(text: str) -> str:
     from rich.markup import escape as rich_escape
 
@@ -101,6 +111,7 @@ def status(s: dict[str, Any]) -> None:
         _line(f"  review: {review.get('verdict')} ({plural(len(findings), 'finding')})")
         for f in findings:
             _line(f"    - {f.get('rule')} at {f.get('location')}: {f.get('message')}")
+    progress(s)
     destinations = s.get("destinations", [])
     if _piped():
         for d in destinations:
@@ -111,6 +122,41 @@ def status(s: dict[str, Any]) -> None:
     table = Table("destination", "state", "receipt", box=None, pad_edge=False)
     for d in destinations:
         table.add_row(escape(d["uri"]), escape(d["state"]), escape(receipt_text(d.get("receipt"))))
+    console().print(table)
+
+
+def usage_text(usage: dict[str, Any]) -> str:
+    """`2 model calls, 1,200 tokens in, 300 out, $0.0012`."""
+    return (
+        f"{plural(int(usage.get('model_calls') or 0), 'model call')}, "
+        f"{int(usage.get('tokens_in') or 0):,} tokens in, {int(usage.get('tokens_out') or 0):,} out, "
+        f"${float(usage.get('cost_usd') or 0):.4f}"
+    )
+
+
+def progress(s: dict[str, Any]) -> None:
+    """The saga's pipeline, each role's latest run (a reviewer's verdict) and the model usage."""
+    if not s.get("pipeline"):
+        return
+    _line(f"  pipeline: {s['pipeline']}  usage: {usage_text(s.get('usage') or {})}")
+    roles = s.get("roles") or []
+    if _piped():
+        for r in roles:
+            _line("   ", r["name"], r["kind"], r["state"], r.get("verdict") or "", r.get("reason") or "")
+        return
+    from rich.table import Table
+
+    table = Table("  role", "kind", "state", "verdict", "model use", box=None, pad_edge=False)
+    for r in roles:
+        spent = r.get("usage") or {}
+        use = usage_text(spent) if spent.get("model_calls") else ""
+        table.add_row(
+            "  " + escape(r["name"]),
+            escape(r["kind"]),
+            escape(r["state"]),
+            escape(r.get("verdict") or ""),
+            use,
+        )
     console().print(table)
 
 
@@ -160,6 +206,7 @@ def version(v: dict[str, Any]) -> None:
             _line(f"  - {f.get('rule')} at {f.get('location')}: {f.get('message')}")
         for s in v.get("suspicious_sources", []):
             _write(f"flagged source {s['source']}: {', '.join(s['reasons'])}")
+        progress(v)
         return
     from rich.markdown import Markdown
     from rich.table import Table
@@ -188,6 +235,7 @@ def version(v: dict[str, Any]) -> None:
             f"[yellow]flagged source[/yellow] {escape(s['source'])}: {escape(', '.join(s['reasons']))}",
             soft_wrap=True,
         )
+    progress(v)
 
 
 def approval(a: dict[str, Any]) -> None:
@@ -293,11 +341,15 @@ __all__ = [
     "console",
     "duration",
     "history",
+    "line",
     "phase_text",
+    "piped",
     "plural",
+    "progress",
     "receipt_text",
     "saga_list",
     "status",
     "trace",
+    "usage_text",
     "version",
 ]

@@ -25,10 +25,15 @@ def check_request_id(request_id: str) -> str:
     return value
 
 
-def args_digest(*, brief: str, corpus: str, destinations: list[str], actor: str) -> str:
-    canonical = json.dumps(
-        {"brief": brief, "corpus": corpus, "destinations": destinations, "actor": actor}, sort_keys=True
-    )
+def args_digest(
+    *, brief: str, corpus: str, destinations: list[str], actor: str, pipeline: str = "default"
+) -> str:
+    """The digest a request id is bound to. The pipeline counts only when it is not the
+    default, so a request recorded before pipelines existed still matches its retry."""
+    args = {"brief": brief, "corpus": corpus, "destinations": destinations, "actor": actor}
+    if pipeline != "default":
+        args["pipeline"] = pipeline
+    canonical = json.dumps(args, sort_keys=True)
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 

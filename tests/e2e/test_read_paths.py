@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ import pytest
 
 from tests.conftest import PRESSROOM, SAMPLE_CORPUS, base_env
 from tests.e2e.test_paging_and_requests import seed_sagas
+from tests.support.pipelines import ROUND, SEEDED_USAGE, seed_progress
 
 FULL = {"PRESSROOM_MAX_ATTEMPTS": "5"}  # a setting the quick path leaves to Settings()
 # Every check runs the full path's cold start again (seconds each on a busy machine).
@@ -190,3 +192,40 @@ def test_a_missing_database_is_made_by_the_full_path(tmp_path: Path) -> None:
     db = Db(tmp_path)
     assert json.loads(_same(db, "status", "--json").stdout)["sagas"] == []
     assert (tmp_path / "pressroom.db").is_file()
+
+
+def test_the_pipeline_its_roles_and_the_usage_read_the_same(db: Db) -> None:
+    """The quick path reads `role_runs` and `model_calls` itself (no SQLAlchemy loaded) and
+    answers as the full path does: the latest run of each role, the verdict, the usage."""
+    sid = db.ids["waiting"]
+    with sqlite3.connect(db.root / "pressroom.db") as conn:
+        seed_progress(conn, sid)
+    for args in (["status", sid], ["show", sid, "--json"]):
+        _same(db, *args)
+    quick = subprocess.run(
+        [sys.executable, "-X", "importtime", PRESSROOM, "status", sid, "--json"],
+        env=db.env(),
+        cwd=db.root,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    loaded = {line.rsplit("|", 1)[1].strip() for line in quick.stderr.splitlines() if "|" in line}
+    assert "orchestrator.sqlite_reads" in loaded and "sqlalchemy" not in loaded  # it did not fall back
+    full = db.run("status", sid, "--json", **FULL)
+    assert (quick.returncode, quick.stdout) == (full.returncode, full.stdout) == (0, full.stdout)
+    out = json.loads(quick.stdout)
+    assert out["pipeline"] == "default" and out["usage"] == SEEDED_USAGE
+    roles = {r["name"]: r for r in out["roles"]}
+    assert [r["name"] for r in out["roles"]] == ["researcher", "writer", "reviewer"]
+    assert (roles["reviewer"]["state"], roles["reviewer"]["verdict"], roles["reviewer"]["round"]) == (
+        "failed",
+        "fail",
+        ROUND,
+    )
+    assert roles["writer"]["usage"] == {
+        "model_calls": 2,
+        "tokens_in": 1500,
+        "tokens_out": 300,
+        "cost_usd": 0.1875,
+    }

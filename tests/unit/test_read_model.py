@@ -14,6 +14,7 @@ import pytest
 
 from orchestrator import read_model
 from orchestrator.core.errors import InvalidInput
+from orchestrator.pipeline_shapes import Spent
 from orchestrator.read_model import Unanswered
 from orchestrator.read_shapes import decode_cursor
 
@@ -31,6 +32,8 @@ class Saga(NamedTuple):
     reason: str | None = None
     cancel_requested_by: str | None = None
     ready_at: datetime | None = T0
+    pipeline: str = "default"
+    pipeline_digest: str | None = None
     created_at: datetime = T0
     updated_at: datetime = T0
 
@@ -47,12 +50,31 @@ class Version(NamedTuple):
     created_at: datetime = T0
 
 
+class Run(NamedTuple):
+    role: str
+    round: int
+    state: str
+    verdict: str | None = None
+    reason: str | None = None
+
+
 class MemoryReads:
     """The read port over lists, for these tests."""
 
-    def __init__(self, sagas: list[Saga], users: dict[str, bool] | None = None) -> None:
+    def __init__(
+        self,
+        sagas: list[Saga],
+        users: dict[str, bool] | None = None,
+        *,
+        runs: Sequence[Run] = (),
+        spent: Sequence[Spent] = (),
+        artifacts: dict[str, dict[str, Any]] | None = None,
+    ) -> None:
         self.rows = sagas
         self.users = users or {}
+        self.runs = list(runs)
+        self.spending = list(spent)
+        self.artifacts = artifacts or {}
 
     def any_user(self) -> bool:
         return bool(self.users)
@@ -84,7 +106,13 @@ class MemoryReads:
         return None
 
     def artifact_body(self, digest: str) -> dict[str, Any] | None:
-        return None
+        return self.artifacts.get(digest)
+
+    def role_runs(self, saga_id: str) -> Sequence[Run]:
+        return self.runs
+
+    def spent(self, saga_id: str) -> Sequence[Spent]:
+        return self.spending
 
 
 def _status(reads: MemoryReads, saga_id: str | None = None, **kw: Any) -> dict[str, Any]:
@@ -126,3 +154,61 @@ def test_what_it_is_not_sure_of_is_unanswered() -> None:
         with pytest.raises(Unanswered):
             ask()
     assert read_model.show(reads, "abc", None)["version"] == 1
+
+
+DUO = {
+    "name": "duo",
+    "role": [
+        {"name": "research", "kind": "researcher", "planner": "deterministic"},
+        {"name": "draft", "kind": "writer", "after": ["research"], "planner": "house"},
+        {"name": "fact-check", "kind": "reviewer", "after": ["draft"]},
+        {"name": "style", "kind": "reviewer", "after": ["draft"], "planner": "house"},
+    ],
+}
+
+
+def test_status_and_show_hold_the_pipeline_its_roles_latest_runs_and_the_usage() -> None:
+    saga = Saga("abc123", pipeline="duo", pipeline_digest="p" * 64)
+    runs = [
+        Run("research", 1, "done"),
+        Run("draft", 1, "done"),
+        Run("fact-check", 1, "done", "fail"),
+        Run("style", 1, "done", "pass"),
+        Run("draft", 2, "done"),  # the revision round: the writer and the reviewers run again
+        Run("fact-check", 2, "queued"),
+        Run("style", 2, "failed", None, "budget exhausted: 41,200 of 40,000 tokens spent by role style"),
+    ]
+    spent = [Spent("style", 2, 900, 100, 0.25), Spent("draft", 1, 1000, 500, 0.125)]
+    reads = MemoryReads([saga], runs=runs, spent=spent, artifacts={"p" * 64: DUO})
+    out = _status(reads, "abc123")
+    assert (out["pipeline"], out["pipeline_digest"]) == ("duo", "p" * 64)
+    roles = {r["name"]: r for r in out["roles"]}
+    assert [r["name"] for r in out["roles"]] == ["research", "draft", "fact-check", "style"]  # declared order
+    assert [r["kind"] for r in out["roles"]] == ["researcher", "writer", "reviewer", "reviewer"]
+    assert (roles["research"]["state"], roles["research"]["round"]) == ("done", 1)
+    assert (roles["fact-check"]["state"], roles["fact-check"]["verdict"]) == ("queued", None)  # round 2's
+    assert roles["style"]["reason"].startswith("budget exhausted")
+    assert roles["draft"]["planner"] == "house" and roles["fact-check"]["planner"] == "deterministic"
+    assert roles["style"]["usage"] == {
+        "model_calls": 2,
+        "tokens_in": 900,
+        "tokens_out": 100,
+        "cost_usd": 0.25,
+    }
+    assert roles["research"]["usage"]["model_calls"] == 0
+    assert out["usage"] == {"model_calls": 3, "tokens_in": 1900, "tokens_out": 600, "cost_usd": 0.375}
+    shown = read_model.show(reads, "abc123", None)
+    assert {k: shown[k] for k in ("pipeline", "roles", "usage")} == {
+        k: out[k] for k in ("pipeline", "roles", "usage")
+    }
+
+
+def test_a_role_that_never_ran_is_pending_and_a_saga_from_before_pipelines_runs_the_default() -> None:
+    out = _status(MemoryReads([Saga("abc123")]), "abc123")
+    assert out["pipeline"] == "default" and out["pipeline_digest"] is None
+    assert [(r["name"], r["state"], r["verdict"]) for r in out["roles"]] == [
+        ("researcher", "pending", None),
+        ("writer", "pending", None),
+        ("reviewer", "pending", None),
+    ]
+    assert out["usage"] == {"model_calls": 0, "tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0}
