@@ -78,6 +78,7 @@ log = logging.getLogger(__name__)
 # those are a person's acts, and no tool performs them.
 DEFAULT_CAPABILITIES = frozenset(
     {"corpus.search", "corpus.read", "saga.submit", "saga.status", "saga.show", "publish"}
+    | {"pipelines.list", "pipelines.show"}
 )
 
 
@@ -206,7 +207,7 @@ def build_server(harness: ToolPath, identity_of: IdentityOf) -> Server[Any]:
         return types.ListToolsResult(tools=[tool_of(spec) for spec in harness.tools if not internal(spec)])
 
     def call(
-        identity: Identity, name: str, arguments: dict[str, Any], meta: Any = None
+        identity: Identity, name: str, arguments: dict[str, Any], meta: Any = None, request_id: Any = None
     ) -> types.CallToolResult:
         raw: str | dict[str, Any] = arguments
         duplicate = duplicate_arguments(meta)
@@ -217,7 +218,9 @@ def build_server(harness: ToolPath, identity_of: IdentityOf) -> Server[Any]:
                     content=[types.TextContent(text=f"rejected: {reason}")], is_error=True
                 )
             raw = sent  # the harness's bounded parse refuses it, and records that it did
-        proposal = ToolCall(tool=name, arguments=raw, call_id=uuid.uuid4().hex)
+        # The client's JSON-RPC request id is the call's id in the record (with the key, if any).
+        call_id = str(request_id)[:128] if request_id is not None else uuid.uuid4().hex
+        proposal = ToolCall(tool=name, arguments=raw, call_id=call_id)
         caller = caller_for(identity, arguments)
         # Internal tools are refused by policy: no MCP caller holds their capability.
         caller = dataclasses.replace(caller, capabilities=caller.capabilities - internal_capabilities)
@@ -236,7 +239,7 @@ def build_server(harness: ToolPath, identity_of: IdentityOf) -> Server[Any]:
             )
         # The harness does database and destination I/O: keep it off the event loop.
         return await anyio.to_thread.run_sync(
-            call, identity, params.name, dict(params.arguments or {}), params.meta
+            call, identity, params.name, dict(params.arguments or {}), params.meta, ctx.request_id
         )
 
     server: Server[Any] = Server(

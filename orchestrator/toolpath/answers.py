@@ -41,7 +41,7 @@ class Answers:
             kind="tool_call",
             status=ToolStatus.REJECTED.value,
             tool=proposal.tool,
-            detail={"call_id": proposal.call_id, "reason": reason},
+            detail={**ids(caller, proposal.call_id), "reason": reason},
             times=times,
             tx=tx,
         )
@@ -71,7 +71,7 @@ class Answers:
             kind="tool_call",
             status=ToolStatus.REJECTED.value,
             tool=c.spec.name,
-            detail={"call_id": c.proposal.call_id, "reason": reason, "key": c.key, "in_flight": True},
+            detail={**ids(c.caller, c.proposal.call_id), "reason": reason, "key": c.key, "in_flight": True},
             times=c.times,
             tx=c.tx,
         )
@@ -101,7 +101,7 @@ class Answers:
             kind="tool_call",
             status=ToolStatus.APPROVAL_REQUIRED.value,
             tool=c.spec.name,
-            detail={"call_id": c.proposal.call_id, "reason": decision.reason, "key": c.key},
+            detail={**ids(c.caller, c.proposal.call_id), "reason": decision.reason, "key": c.key},
             times=c.times,
             tx=c.tx,
         )
@@ -182,8 +182,18 @@ class Answers:
         return result.model_copy(update={"event_id": event_id})
 
 
+def ids(caller: Caller, call_id: str) -> dict[str, str]:
+    """The identities a call's record keeps together: the call id (a model's tool-call id, an
+    MCP client's JSON-RPC request id) and the request that ran it (the delivery of a role's
+    turn); the business key is added where the call has one."""
+    found = {"call_id": call_id}
+    if caller.request_id:
+        found["request_id"] = caller.request_id
+    return found
+
+
 def _detail(c: Call, reason: str | None, output: Any) -> dict[str, Any]:
-    detail: dict[str, Any] = {"call_id": c.proposal.call_id, "args_digest": c.digest}
+    detail: dict[str, Any] = {**ids(c.caller, c.proposal.call_id), "args_digest": c.digest}
     if c.key:
         detail["key"] = c.key
     if reason:

@@ -44,6 +44,8 @@ class Caller:
     principal: Principal | None = None
     # What the planner spent on this proposal (a model planner); charged with the call.
     usage: Usage = field(default_factory=Usage)
+    # The request that runs this call: a role turn's delivery (its message id), an MCP request.
+    request_id: str | None = None
 
     @property
     def budgeted(self) -> bool:

@@ -435,6 +435,15 @@ def test_publish_waits_for_a_person_then_publishes_once_then_replays(world: Worl
             assert status_of(again) == "replayed"
             assert structured(again)["content"] == receipt
             assert world.local("publish", arguments, "agent").status.value == "replayed"
+            # The record keeps the client's JSON-RPC request id as the call's id, beside its key.
+            call_id = structured(published)["provenance"]["call_id"]
+            assert call_id.isdigit(), call_id
+            (key,) = world.rows(
+                "SELECT json_extract(detail, '$.key') FROM events WHERE kind = 'tool_call' AND tool = 'publish' "
+                "AND status = 'ok' AND json_extract(detail, '$.call_id') = ?",
+                call_id,
+            )[0]
+            assert world.rows("SELECT tool, status FROM ledger WHERE key = ?", key) == [("publish", "done")]
 
     anyio.run(scenario)
     assert len(list(world.site.glob("*.md"))) == 1
