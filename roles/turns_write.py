@@ -68,9 +68,13 @@ def write_turn(ctx: TurnContext) -> Turned:
                 # Written again from the same evidence (a retry): the head is this text already.
                 return Outcome.done(draft_digest)
             # A note or findings the writer cannot act on: say so; do not mint an identical version.
+            how = (
+                "its model wrote the same text again"
+                if isinstance(planner, ModelPlanner)
+                else "the deterministic writer removes the sentences of the citations named, e.g. [2]"
+            )
             return Outcome.unchanged(
-                f"the writer could not act on {what} (the deterministic writer removes the "
-                "sentences of the citations named, e.g. [2]); change the text with `pressroom edit`"
+                f"the writer could not act on {what} ({how}); change the text with `pressroom edit`"
             )
         records.add_version(
             s,
