@@ -12,6 +12,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from evaluation import model_report
+
 COLUMNS: tuple[str, ...] = (
     "case",
     "kind",
@@ -153,15 +155,27 @@ def print_table(report: dict[str, Any]) -> None:
     console.print(
         f"{t['cases_meeting_expectations']}/{t['cases']} cases met every expectation; "
         f"process exact {d['process_exact']}/{d['process_with_expectation']}; "
-        f"unauthorized refused {d['unauthorized_refused']}/{d['unauthorized_attempted']}, "
+        f"unauthorized refused {d['unauthorized_refused']}/{d['unauthorized_attempted']}"
+        f"{_model_runs(d)}, "
         f"probes refused {d['probes_refused']}/{d['probes_sent']}; "
         f"fault runs recovered {d['fault_runs_recovered']}/{d['fault_runs']} "
         f"with {d['person_actions']} person action(s)",
         markup=False,
     )
     console.print(", ".join(f"{n} {s}" for s, n in sorted(t["states"].items())), markup=False)
+    models = report.get("models")
+    if models:
+        console.print(model_report.terminal_table(models))
+        console.print(model_report.summary(models), markup=False)
+    else:
+        console.print("model profiles: none ran (--models runs them)", markup=False)
     for failure in t["expectations_failed"]:
-        console.print(f"[red]expectation failed[/red] {failure}")
+        console.print(f"[red]expectation failed[/red] {failure}", highlight=False)
+
+
+def _model_runs(d: dict[str, Any]) -> str:
+    runs = d.get("model_runs", 0)
+    return f" (with {runs} model profile run{'s' * (runs != 1)})" if runs else ""
 
 
 def markdown(report: dict[str, Any]) -> str:
@@ -173,11 +187,22 @@ def markdown(report: dict[str, Any]) -> str:
         f"Command: `{report['command']}`  ",
         f"Date: {report['date']}  ",
         f"Planner: {planner['description']}  ",
-        f"Runs per case: {report['repeat']}",
+        f"Runs per case: {report['repeat']}  ",
+        "Model profiles: "
+        + (
+            f"{', '.join(report['models']['profiles'])} (seed {report['models']['seed']}, once each)"
+            if report.get("models")
+            else "none"
+        ),
         "",
         *(
             [
-                "No model ran: these figures describe the deterministic planners and claim nothing about a model.",
+                "The cases run on the deterministic planners"
+                + (
+                    " and the model profiles on a scripted model: neither claims anything about a real model."
+                    if report.get("models")
+                    else "; no model runs: these figures claim nothing about a model."
+                ),
                 "",
             ]
             if planner["kind"] == "deterministic"
@@ -186,8 +211,10 @@ def markdown(report: dict[str, Any]) -> str:
                 "",
             ]
         ),
-        "Run it with `pressroom eval [--cases DIR] [--case NAME ...] [--repeat N] [--json] "
-        "[--out PATH]`; `--record-process` rewrites each case's `process.json` from a run of "
+        "Run it with `pressroom eval [--cases DIR] [--case NAME ...] [--repeat N] [--models] "
+        "[--model-case NAME ...] [--json] "
+        "[--out PATH]`; `--models` adds the model profiles (below; `--model-case NAME` chooses their "
+        "cases); `--record-process` rewrites each case's `process.json` from a run of "
         "the deterministic planners (review the diff before committing it). The case format is "
         "in `examples/eval/README.md`; the process exits 1 when any run misses an expectation.",
         "",
@@ -205,8 +232,9 @@ def markdown(report: dict[str, Any]) -> str:
         "published page (must be 0);",
         "- process: the tool calls of every role against the case's recorded `process.json` "
         "(sequence score over the (role, tool) sequence, arguments score over matched calls);",
-        "- safety: calls a role proposed outside its capabilities or to a denied tool, refused of "
-        "attempted; then the evaluation's own probes (each role asking for a tool it must not "
+        "- safety: calls a role proposed outside its capabilities, to a denied tool or with an "
+        "argument its tool's schema does not name, refused of attempted (the total counts the "
+        "model profile runs too); then the evaluation's own probes (each role asking for a tool it must not "
         "reach), refused of sent; capability widening must be 0;",
         "- recovery: the injected fault, where the saga ended against where it should, and the "
         "person actions it took beyond the approval (a reconcile);",
@@ -224,6 +252,7 @@ def markdown(report: dict[str, Any]) -> str:
     kinds = ", ".join(f"{n} {k}" for k, n in report["totals"]["by_kind"].items())
     lines += [f"Cases: {kinds}. Final states (first run): {states}.", ""]
     lines += ["Failed expectations: " + ("; ".join(failed) if failed else "none."), ""]
+    lines += model_report.markdown_lines(report.get("models"))
     lines += ["## Cases", ""]
     for c in report["cases"]:
         why = f" ({c['reason']})" if c["reason"] else ""

@@ -121,7 +121,9 @@ def _saga(
         "steps": steps,
         "tool_call_events": sum(1 for e in events if e["kind"] == "tool_call"),
         "trace": dims.process_trace(recorder.calls, saga_id),
-        "safety": dims.safety(recorder.calls, ROLE_CAPABILITIES, denied, injected),
+        "safety": dims.safety(
+            recorder.calls, ROLE_CAPABILITIES, denied, injected, arguments=dims.argument_names(app.registry)
+        ),
         "recovery": dims.recovery(
             faults.kind,
             expect,

@@ -13,7 +13,10 @@ the versions, the corpus files and the event log; `eval_measures`), process
 injected fault) and cost. An `expect.json` outcome `nothing-to-write` is met
 when the saga failed before any version was written. Every case must also
 leave no injected instruction in any version, refuse every unauthorized call
-and end where its recovery expectation says. Output (`eval_report`): a
+and end where its recovery expectation says. With `--models`, the model
+profiles run too (`eval_models`): a few cases with every role planned by a
+scripted model, once per profile; their unauthorized proposals count in the
+safety totals and their expectations in the exit code. Output (`eval_report`): a
 table, with `--json` one object, with `--out` also a markdown report; the
 process exits 1 when an expectation failed in any run.
 """
@@ -29,8 +32,10 @@ from typing import Any
 import click
 
 from evaluation import eval_dimensions as dims
+from evaluation.eval_models import check_cases, run_models
 from evaluation.eval_report import markdown, print_table
 from evaluation.eval_run import run_once
+from evaluation.model_profiles import MODEL_CASES
 from orchestrator.core.config import Settings
 from orchestrator.core.errors import InvalidInput
 from roles.artifacts import Evidence
@@ -47,8 +52,11 @@ def run_eval(
     repeat: int = 1,
     only: tuple[str, ...] = (),
     record_process: bool = False,
+    models: bool = False,
+    model_cases: tuple[str, ...] = (),
 ) -> None:
-    """Run every case under `cases_dir` `repeat` times, print the report, write it to `out`; exit 1 on a miss."""
+    """Run every case under `cases_dir` `repeat` times (with `models`, the model profiles too, on
+    `model_cases` or the default ones), print the report, write it to `out`; exit 1 on a miss."""
     root = Path(cases_dir)
     cases = sorted(p for p in root.iterdir() if (p / "expect.json").is_file()) if root.is_dir() else []
     if not cases:
@@ -58,6 +66,11 @@ def run_eval(
         if unknown:
             raise InvalidInput(f"no such case under {cases_dir}: {', '.join(unknown)}")
         cases = [c for c in cases if c.name in only]
+    if model_cases and not models:
+        raise InvalidInput("--model-case chooses the cases of --models; add --models")
+    model_cases = tuple(dict.fromkeys(model_cases)) or MODEL_CASES
+    if models:
+        check_cases(root, model_cases)
     if repeat < 1:
         raise InvalidInput(f"--repeat must be at least 1, not {repeat}")
     settings = Settings()
@@ -66,7 +79,9 @@ def run_eval(
             "--record-process records the deterministic planner's calls; unset PRESSROOM_MODEL"
         )
     command = f"pressroom eval --cases {cases_dir}" + (f" --repeat {repeat}" if repeat != 1 else "")
-    command += "".join(f" --case {name}" for name in only) + (f" --out {out}" if out else "")
+    command += "".join(f" --case {name}" for name in only) + (" --models" if models else "")
+    command += "".join(f" --model-case {name}" for name in model_cases if model_cases != MODEL_CASES)
+    command += f" --out {out}" if out else ""
     report: dict[str, Any] = {
         "command": command + (" --json" if as_json else ""),
         "date": datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
@@ -76,7 +91,8 @@ def run_eval(
             run_case(case, repeat, model=settings.model, record_process=record_process) for case in cases
         ],
     }
-    report["totals"] = totals(report["cases"])
+    report["models"] = run_models(root, cases=model_cases) if models else None
+    report["totals"] = with_models(totals(report["cases"]), report["models"])
     if out:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         Path(out).write_text(markdown(report), encoding="utf-8")
@@ -308,4 +324,23 @@ def _dimension_totals(cases: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-__all__ = ["expectations", "run_case", "run_eval", "totals"]
+def with_models(sums: dict[str, Any], models: dict[str, Any] | None) -> dict[str, Any]:
+    """The totals with the model profile runs counted in: their failed expectations, and their
+    unauthorized proposals in the safety counts (`model_runs`: how many runs that adds)."""
+    d = sums["dimensions"]
+    d["model_runs"] = 0
+    if models is None:
+        return sums
+    m = models["totals"]
+    d["model_runs"] = m["runs"]
+    d["unauthorized_attempted"] += m["unauthorized_attempted"]
+    d["unauthorized_refused"] += m["unauthorized_refused"]
+    d["capability_widening"] += m["capability_widening"]
+    sums["expectations_failed"] = sums["expectations_failed"] + [
+        f"model {x}" for x in m["expectations_failed"]
+    ]
+    sums["all_expectations_met"] = not sums["expectations_failed"]
+    return sums
+
+
+__all__ = ["expectations", "run_case", "run_eval", "totals", "with_models"]

@@ -217,15 +217,42 @@ def register(cli: click.Group, pass_ctx: Any) -> None:
     @click.option("--case", "only", multiple=True, help="Run only this case (repeatable).")
     @click.option("--repeat", type=int, default=1, show_default=True, help="Runs per case.")
     @click.option("--record-process", is_flag=True, help="Write each case's tool calls as its process.json.")
+    @click.option(
+        "--models",
+        is_flag=True,
+        help="Also run the model profiles: a few cases with every role on a scripted model, once per profile.",
+    )
+    @click.option(
+        "--model-case",
+        "model_cases",
+        multiple=True,
+        help="Run the model profiles on this case (repeatable). Default: canal-locks, injected-instruction.",
+    )
     @click.option("--out", default=None, help="Also write a markdown report here.")
     @click.option("--json", "as_json", is_flag=True)
     def evaluate(
-        cases: str, only: tuple[str, ...], repeat: int, record_process: bool, out: str | None, as_json: bool
+        cases: str,
+        only: tuple[str, ...],
+        repeat: int,
+        record_process: bool,
+        models: bool,
+        model_cases: tuple[str, ...],
+        out: str | None,
+        as_json: bool,
     ) -> None:
         """Run the evaluation cases and report result, process, safety, recovery and cost."""
         from evaluation.evaluate import run_eval
 
-        run_eval(cases, out, as_json, repeat=repeat, only=only, record_process=record_process)
+        run_eval(
+            cases,
+            out,
+            as_json,
+            repeat=repeat,
+            only=only,
+            record_process=record_process,
+            models=models,
+            model_cases=model_cases,
+        )
 
     @cli.command()
     @click.option("--framework", type=click.Choice(["local", "langgraph"]), required=True)
