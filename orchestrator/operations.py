@@ -261,10 +261,10 @@ def count_overdue_reviews(app: App, now: Callable[[], datetime] | None = None) -
     return count
 
 
-
 def _known_tasks(app: App) -> dict[str, str]:
     """Every task a worker runs, by its queue: the fixed ones and each registered role kind's."""
     return {**TASKS, **{task: queue_of(task) for task in app.handlers}}
+
 
 __all__ = [
     "PRUNE_EVERY",
