@@ -24,10 +24,11 @@ from outbox.handlers import Finalizer, noop
 from outbox.messages import Handoff
 from roles.kinds import RoleKind, kinds
 from roles.llm_planner import with_settings_model
-from roles.rounds import finish_run, saga_pipeline
+from roles.rounds import finish_run, saga_pipeline, start_chosen
 from roles.turn import RolePorts, TurnContext, Turned
 from sagas import records
 from sagas.machine import SagaState
+from sagas.preparation import every_role
 from telemetry import names
 
 
@@ -42,6 +43,8 @@ def capabilities_for(kind: RoleKind | str, handoff: Handoff) -> frozenset[str]:
 def handle_role(ports: RolePorts, kind_name: str, handoff: Handoff, holder: str) -> Finalizer:
     """The work of one handoff to a role of kind `kind_name` (the task's kind)."""
     kind = kinds()[kind_name]
+    if _from_before_rounds(ports, handoff):
+        return _first_round(ports, handoff)
     found = _current(ports, kind, handoff)
     if found is None:
         return noop
@@ -79,6 +82,32 @@ def _current(ports: RolePorts, kind: RoleKind, handoff: Handoff) -> tuple[Pipeli
     if role is None or role.kind != kind.name:
         return None
     return pipeline, role
+
+
+def _from_before_rounds(ports: RolePorts, handoff: Handoff) -> bool:
+    """A saga that was preparing when the pipelines came (its round is 0, it has no runs)."""
+    with Session(ports.engine) as s:
+        saga = records.load_saga(s, handoff.saga_id)
+        return saga.state == SagaState.PREPARING and saga.prep_round == 0
+
+
+def _first_round(ports: RolePorts, handoff: Handoff) -> Finalizer:
+    """Prepare such a saga again from its first role, as a round of its pipeline: its older
+    message would otherwise finish a run no round holds, and the saga would wait forever."""
+
+    def finalize(uow: UnitOfWork) -> None:
+        saga = records.load_saga(uow.session, handoff.saga_id, lock=True)
+        if saga.state == SagaState.PREPARING and saga.prep_round == 0:
+            start_chosen(
+                uow,
+                ports.dispatch,
+                saga,
+                every_role,
+                max_revisions=ports.settings.max_review_rounds,
+                actor="coordinator",
+            )
+
+    return finalize
 
 
 def _finalizer(ports: RolePorts, handoff: Handoff, role: str, turned: Turned) -> Finalizer:

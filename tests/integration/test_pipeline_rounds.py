@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from celery.exceptions import DuplicateTaskNameWarning
-from sqlmodel import Session, col, select
+from sqlmodel import Session, col, delete, select
 
 from orchestrator import services
 from orchestrator.app import App
@@ -387,3 +387,28 @@ def test_a_turn_whose_round_ended_meanwhile_writes_nothing(
         finalize(uow)
     assert services.status(app, sid)["version"] == 1
     assert runs(app, sid)[2]["writer"] == ("queued", None)
+
+
+def test_a_saga_preparing_from_before_the_rounds_is_prepared_again(
+    either_db_url: str, tmp_path: Path, corpus: Path
+) -> None:
+    """A saga mid-preparation at the upgrade: round 0, no runs, a writer's message of the old shape
+    (no role). The message starts a round of every role instead of finishing a run no round holds."""
+    held = make_app(either_db_url, tmp_path, broker_url="none://")
+    sid = submit(held, corpus)["saga_id"]
+    with unit_of_work(held.engine) as uow:  # as the release before pipelines left it
+        uow.session.exec(delete(RoleRunRow).where(col(RoleRunRow.saga_id) == sid))  # type: ignore[call-overload]
+        saga = uow.session.get_one(SagaRow, sid)
+        saga.prep_round = 0
+        uow.session.add(saga)
+        held.dispatch(uow, saga_id=sid, task=DRAFT, capabilities=("draft.write",))
+    app = make_app(either_db_url, tmp_path)
+    old = _outbox(app, DRAFT)[-1]
+    assert "role" not in old.payload or old.payload["role"] is None
+    assert _deliver(app, old) == "applied"
+    app.drain()  # the new round's messages, delivered in this process
+    ready = services.status(app, sid)
+    assert ready["state"] == "ready-for-review" and ready["version"] == 1, ready
+    assert runs(app, sid) == {
+        1: {"researcher": ("done", None), "writer": ("done", None), "reviewer": ("done", "pass")}
+    }
