@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Cli, base_env
+from tests.support import in_process
 
 
 class Sql:
@@ -48,9 +49,12 @@ def db(request: pytest.FixtureRequest, sqlite_url: str) -> Iterator[tuple[Cli, S
 
 
 def published(cli: Cli, corpus: Path, tmp_path: Path) -> str:
-    args = ["--brief", "history of the library network", "--corpus", str(corpus), "--as", "dana"]
-    sid: str = cli.json("submit", *args, "--dest", f"site:{tmp_path / 'site'}")["saga_id"]
-    assert cli.json("approve", sid, "--version", "1", "--as", "erin")["version"] == 1
+    """A saga submitted by dana and approved by erin, published: made in this process on the
+    console script's database (the audit is what goes through the console script)."""
+    dests = [f"site:{tmp_path / 'site'}"]
+    brief = "history of the library network"
+    sid = in_process.submit(cli.env, cli.cwd, brief=brief, corpus=corpus, destinations=dests, actor="dana")
+    assert in_process.approve(cli.env, cli.cwd, sid, version=1, actor="erin")["version"] == 1
     assert cli.json("status", sid)["state"] == "succeeded"
     return sid
 

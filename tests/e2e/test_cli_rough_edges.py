@@ -7,13 +7,14 @@ import subprocess
 from pathlib import Path
 
 from tests.conftest import ROOT, Cli
+from tests.support import in_process
 
 
 def _submit(cli: Cli, corpus: Path, *dests: str) -> str:
-    args = ["submit", "--brief", "history of the library network", "--corpus", str(corpus), "--as", "dana"]
-    for d in dests:
-        args += ["--dest", d]
-    return str(cli.json(*args)["saga_id"])
+    """A saga in ready-for-review on the console script's database, submitted in this process:
+    what these tests read is the output of the commands that follow."""
+    brief = "history of the library network"
+    return in_process.submit(cli.env, cli.cwd, brief=brief, corpus=corpus, destinations=dests, actor="dana")
 
 
 def test_status_prints_whole_ids_one_record_per_line_when_piped(

@@ -10,11 +10,12 @@ and one that exists anyway is never published.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import Cli, base_env
+from tests.conftest import SAMPLE_CORPUS, Cli, base_env
 
 FACTS = (
     "The Hollin canal lock was built of local sandstone in 1794.\n\n"
@@ -76,6 +77,16 @@ def test_no_injection_form_reaches_the_version_or_the_page(
         assert banned not in pages
 
 
+@pytest.fixture(scope="module")
+def one_saga(tmp_path_factory: pytest.TempPathFactory) -> tuple[Cli, str]:
+    """One saga for every refused edit below: a refusal leaves it as it was (each test checks)."""
+    root = tmp_path_factory.mktemp("edits")
+    corpus = shutil.copytree(SAMPLE_CORPUS, root / "corpus")
+    env = base_env(PRESSROOM_DATABASE_URL=f"sqlite:///{root / 'db.sqlite'}", PRESSROOM_BROKER_URL="inline://")
+    cli = Cli(env, root)
+    return cli, str(_submit(cli, corpus, f"site:{root / 'site'}")["saga_id"])
+
+
 @pytest.mark.parametrize(
     "line",
     [
@@ -88,9 +99,9 @@ def test_no_injection_form_reaches_the_version_or_the_page(
     ],
 )
 def test_an_edit_that_links_outside_the_allowed_hosts_is_refused(
-    cli: Cli, corpus: Path, tmp_path: Path, line: str
+    one_saga: tuple[Cli, str], tmp_path: Path, line: str
 ) -> None:
-    sid = _submit(cli, corpus, f"site:{tmp_path / 'site'}")["saga_id"]
+    cli, sid = one_saga
     before = cli.json("show", sid)
     edited = tmp_path / "edited.md"
     edited.write_text(before["markdown"] + "\n" + line + "\n", encoding="utf-8")

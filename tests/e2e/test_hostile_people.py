@@ -16,6 +16,7 @@ import pytest
 
 from tests.conftest import PRESSROOM, Cli, base_env
 from tests.e2e.test_people_cli import People, one_line_error
+from tests.support import in_process
 
 ALL = ("admin", "author", "reviewer", "operator")
 # capital i for l (alone, and with a capital A), all capitals, Cyrillic a, Greek capital iota, fullwidth
@@ -24,6 +25,18 @@ ALICES = ["aIice", "AIice", "ALICE", "\u0430lice", "a\u0399ice", "\uff41\uff29\u
 
 def _people(url: str, tmp_path: Path) -> People:
     return People(Cli(base_env(PRESSROOM_DATABASE_URL=url, PRESSROOM_BROKER_URL="inline://"), tmp_path))
+
+
+def _people_added(p: People, others: dict[str, list[str]]) -> dict[str, str]:
+    """An admin and `others`, made in this process where people are a test's setup only."""
+    p.tokens = in_process.add_people(p.cli.env, p.cli.cwd, others)
+    return p.tokens
+
+
+def _submitted(p: People, corpus: Path, dests: list[str], **who: str) -> str:
+    """A saga in ready-for-review, submitted in this process (by `token=` or `actor=`)."""
+    brief = "the history of the library network"
+    return in_process.submit(p.cli.env, p.cli.cwd, brief=brief, corpus=corpus, destinations=dests, **who)
 
 
 @pytest.fixture
@@ -61,12 +74,12 @@ def test_users_add_refuses_every_spelling_that_looks_like_a_user(lite: People) -
 @pytest.mark.parametrize("alias", ALICES)
 def test_open_mode_lookalike_cannot_approve_their_own_saga(lite: People, corpus: Path, alias: str) -> None:
     site = lite.cli.cwd / "site"
-    saga = lite.submit(corpus, f"site:{site}", None, "--as", "alice")
-    done = lite.run("approve", saga["saga_id"], "--version", "1", "--as", alias)
+    sid = _submitted(lite, corpus, [f"site:{site}"], actor="alice")
+    done = lite.run("approve", sid, "--version", "1", "--as", alias)
     assert done.returncode == 4 and "submitted the saga" in done.stderr, done.stderr
     one_line_error(done)
     assert not site.exists()
-    approved = lite.json("approve", saga["saga_id"], "--version", "1", "--as", "erin")
+    approved = lite.json("approve", sid, "--version", "1", "--as", "erin")
     assert approved["version"] == 1
 
 
@@ -126,9 +139,8 @@ def test_concurrent_first_users_make_exactly_one_admin(either: People) -> None:
 
 # -- 5. audit verify needs a token in closed mode -----------------------------------------
 def test_audit_verify_needs_a_valid_token_in_closed_mode(lite: People, corpus: Path) -> None:
-    lite.add("admin", *ALL, by=None)
-    dana = lite.add("dana", "author")
-    sid = lite.submit(corpus, f"site:{lite.cli.cwd / 'site'}", dana)["saga_id"]
+    dana = _people_added(lite, {"dana": ["author"]})["dana"]
+    sid = _submitted(lite, corpus, [f"site:{lite.cli.cwd / 'site'}"], token=dana)
     for token in (None, "pr_" + "q" * 43):
         done = lite.run("audit", "verify", sid, token=token)
         assert done.returncode == 4 and "not authenticated" in done.stderr, done.stderr
@@ -138,11 +150,9 @@ def test_audit_verify_needs_a_valid_token_in_closed_mode(lite: People, corpus: P
 
 # -- 6. a fork carries the original's parties into separation of duties --------------------
 def test_the_original_submitter_cannot_approve_a_fork(lite: People, corpus: Path) -> None:
-    lite.add("admin", *ALL, by=None)
-    dana = lite.add("dana", "author", "reviewer")
-    olga = lite.add("olga", "operator")
-    erin = lite.add("erin", "reviewer")
-    sid = lite.submit(corpus, f"site:{lite.cli.cwd / 'site'}", dana)["saga_id"]
+    tokens = _people_added(lite, {"dana": ["author", "reviewer"], "olga": ["operator"], "erin": ["reviewer"]})
+    dana, olga, erin = tokens["dana"], tokens["olga"], tokens["erin"]
+    sid = _submitted(lite, corpus, [f"site:{lite.cli.cwd / 'site'}"], token=dana)
     fork = lite.json("fork", sid, "--version", "1", token=olga)["saga_id"]
     again = lite.json("fork", fork, "--version", "1", token=olga)["saga_id"]  # a fork of the fork
     for target in (fork, again):

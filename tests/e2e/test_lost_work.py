@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Cli, base_env
+from tests.support import in_process
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -26,11 +27,10 @@ def any_cli(request: pytest.FixtureRequest, tmp_path: Path) -> Cli:
 
 
 def _submit(cli: Cli, corpus: Path, site: Path) -> str:
-    out = cli.json(
-        "submit", "--brief", "history of the library network", "--corpus", str(corpus),
-        "--dest", f"site:{site}", "--as", "dana",
-    )  # fmt: skip
-    return str(out["saga_id"])
+    """dana's saga, submitted in this process: the edits, approvals and reads are the commands'."""
+    brief = "history of the library network"
+    dests = [f"site:{site}"]
+    return in_process.submit(cli.env, cli.cwd, brief=brief, corpus=corpus, destinations=dests, actor="dana")
 
 
 def _edit(cli: Cli, sid: str, text: str, tmp_path: Path, name: str) -> dict:  # type: ignore[type-arg]

@@ -27,12 +27,16 @@ from tests.e2e.test_mcp import (  # noqa: F401  (fixtures)
     structured,
     world,
 )
+from tests.support import in_process
 
 
 def closed_world(world: World) -> None:
-    world.token = world.add_user("admin", "admin", "author", "reviewer", "operator")
-    world.add_user("erin", "reviewer")
-    world.add_user("dana", "author")
+    """An admin (every role), erin (reviewer) and dana (author), made in this process: the
+    people commands have tests of their own, these are about the MCP server's callers."""
+    world.tokens.update(
+        in_process.add_people(world.env(), world.root, {"erin": ["reviewer"], "dana": ["author"]})
+    )
+    world.token = world.tokens["admin"]
 
 
 @pytest.mark.parametrize("token", [None, "pr_" + "z" * 43, "revoked"])

@@ -16,6 +16,7 @@ import pytest
 from tests.conftest import Cli, base_env
 from tests.e2e.test_browser_workspace import WIDE, _errors, _sign_in, browser  # noqa: F401 (fixture)
 from tests.e2e.test_people_cli import BRIEF, People, one_line_error
+from tests.support import in_process
 from tests.support.web import form_token, served, tags
 from tests.support.webhook_server import ReferenceReceiver, WebhookServer
 
@@ -46,15 +47,17 @@ def _history(p: People, sid: str, token: str) -> list[dict[str, Any]]:
 
 def test_an_operator_takes_the_site_and_git_pages_down(people: People, corpus: Path) -> None:
     p = people
-    p.add("admin", "admin", "author", "reviewer", "operator", by=None)
-    p.add("dana", "author")
-    p.add("erin", "reviewer")
-    p.add("olga", "operator")
-    site, repo = p.cli.cwd / "site", p.cli.cwd / "repo"
-    _git(p.cli.cwd, "init", "-q", str(repo))
+    env, cwd = p.cli.env, p.cli.cwd
+    # The people and the published saga are made in this process; the takedown is the command's.
+    p.tokens = in_process.add_people(
+        env, cwd, {"dana": ["author"], "erin": ["reviewer"], "olga": ["operator"]}
+    )
+    site, repo = cwd / "site", cwd / "repo"
+    _git(cwd, "init", "-q", str(repo))
     site_uri, git_uri = f"site:{site}", f"git:{repo}"
-    sid = p.submit(corpus, site_uri, p.tokens["dana"], "--dest", git_uri)["saga_id"]
-    p.json("approve", sid, "--version", "1", token=p.tokens["erin"])
+    dests = [site_uri, git_uri]
+    sid = in_process.submit(env, cwd, brief=BRIEF, corpus=corpus, destinations=dests, token=p.tokens["dana"])
+    in_process.approve(env, cwd, sid, version=1, token=p.tokens["erin"])
     status = p.json("status", sid, token=p.tokens["olga"])
     assert status["state"] == "succeeded"
     page = Path(_step(status, site_uri)["receipt"]["path"])
@@ -204,19 +207,18 @@ def test_an_operator_takes_a_page_down_from_the_saga_page(
     env = base_env(
         PRESSROOM_DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite'}", PRESSROOM_BROKER_URL="inline://"
     )
-    cli = Cli(env, tmp_path)
-    every = [arg for role in ("admin", "author", "reviewer", "operator") for arg in ("--role", role)]
-    tokens = {"admin": cli.json("users", "add", "admin", *every)["token"]}
-    admin = Cli({**env, "PRESSROOM_TOKEN": tokens["admin"]}, tmp_path)
-    for name, role in (("rita", "reviewer"), ("sam", "author"), ("otto", "operator")):
-        tokens[name] = admin.json("users", "add", name, "--role", role)["token"]
+    tokens = in_process.add_people(
+        env, tmp_path, {"rita": ["reviewer"], "sam": ["author"], "otto": ["operator"]}
+    )
 
     def as_(name: str) -> Cli:
         return Cli({**env, "PRESSROOM_TOKEN": tokens[name]}, tmp_path)
 
     dest = f"site:{tmp_path / 'site'}"
-    sid = as_("sam").json("submit", "--brief", BRIEF, "--corpus", str(corpus), "--dest", dest)["saga_id"]
-    as_("rita").json("approve", sid, "--version", "1")
+    sid = in_process.submit(
+        env, tmp_path, brief=BRIEF, corpus=corpus, destinations=[dest], token=tokens["sam"]
+    )
+    in_process.approve(env, tmp_path, sid, version=1, token=tokens["rita"])
     page_file = Path(as_("otto").json("status", sid)["destinations"][0]["receipt"]["path"])
     assert page_file.is_file()
     action = f"/sagas/{sid}/takedown"

@@ -1,6 +1,6 @@
 """Line comments in a real browser and through the forms an attacker would post.
 
-A `pressroom serve` process in closed mode with people made by `pressroom users`:
+A `pressroom serve` process in closed mode (its people and saga made in the test's process):
 a reviewer comments on the line that carries a citation, sees the comment under
 that line, rejects, and the writer's next version has lost that citation's
 sentence; the old version keeps its comments, read-only. Screenshots are kept in
@@ -19,6 +19,7 @@ import pytest
 
 from tests.conftest import SAMPLE_CORPUS, Cli, base_env
 from tests.e2e.test_browser_workspace import WIDE, _sign_in, browser  # noqa: F401 (fixture)
+from tests.support import in_process
 from tests.support.web import form_token, served, tags
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(360)]
@@ -41,21 +42,16 @@ def desk(tmp_path: Path) -> Iterator[Desk]:
     env = base_env(
         PRESSROOM_DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite'}", PRESSROOM_BROKER_URL="inline://"
     )
-    cli = Cli(env, tmp_path)
-    tokens = {"admin": cli.json("users", "add", "admin", "--role", "admin")["token"]}
-    admin = Cli({**env, "PRESSROOM_TOKEN": tokens["admin"]}, tmp_path)
-    for name, role in (("rita", "reviewer"), ("sam", "author")):
-        tokens[name] = admin.json("users", "add", name, "--role", role)["token"]
-    sam = Cli({**env, "PRESSROOM_TOKEN": tokens["sam"]}, tmp_path)
-    saga = sam.json(
-        "submit",
-        "--brief",
-        "history of the library network",
-        "--corpus",
-        str(SAMPLE_CORPUS),
-        "--dest",
-        f"site:{tmp_path / 'site'}",
-    )["saga_id"]
+    others = {"rita": ["reviewer"], "sam": ["author"]}
+    tokens = in_process.add_people(env, tmp_path, others, admin_roles=["admin"])
+    saga = in_process.submit(
+        env,
+        tmp_path,
+        brief="history of the library network",
+        corpus=SAMPLE_CORPUS,
+        destinations=[f"site:{tmp_path / 'site'}"],
+        token=tokens["sam"],
+    )
     with served(env, tmp_path) as url:
         yield Desk(url, tokens, env, tmp_path, saga)
 

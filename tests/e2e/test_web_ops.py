@@ -2,9 +2,9 @@
 retry a failed one, see only the buttons the state and the role allow, and follow the
 saga's trace link.
 
-A `pressroom serve` process in closed mode, people made by `pressroom users`, a real
-webhook receiver (`tests.support.webhook_server`) that applies a publish and drops the
-connection while its status query is down, so the saga ends `effect-unknown`; then the
+A `pressroom serve` process in closed mode, people made in the test's process
+(`tests.support.in_process`), a real webhook receiver (`tests.support.webhook_server`)
+that applies a publish and drops the connection while its status query is down, so the saga ends `effect-unknown`; then the
 status query comes back and the operator reads what it says on the reconcile page.
 Screenshots are kept in each test's tmp_path.
 """
@@ -23,6 +23,7 @@ import pytest
 
 from tests.conftest import SAMPLE_CORPUS, Cli, base_env
 from tests.e2e.test_browser_workspace import WIDE, _errors, _sign_in, browser  # noqa: F401 (fixture)
+from tests.support import in_process
 from tests.support.web import BRIEF, form_token, served, tags
 from tests.support.webhook_server import WebhookServer
 
@@ -63,11 +64,9 @@ def site(tmp_path: Path) -> Iterator[Site]:
         OTEL_TRACES_EXPORTER="file",
     )
     cli = Cli(env, tmp_path)
-    every = [arg for role in ("admin", "author", "reviewer", "operator") for arg in ("--role", role)]
-    tokens = {"admin": cli.json("users", "add", "admin", *every)["token"]}
-    admin = Cli({**env, "PRESSROOM_TOKEN": tokens["admin"]}, tmp_path)
-    for name, role in (("rita", "reviewer"), ("sam", "author"), ("otto", "operator")):
-        tokens[name] = admin.json("users", "add", name, "--role", role)["token"]
+    tokens = in_process.add_people(
+        env, tmp_path, {"rita": ["reviewer"], "sam": ["author"], "otto": ["operator"]}
+    )
     with WebhookServer("drop", status=False) as hook, served(env, tmp_path) as url:
         yield Site(url, env, cli, tokens, hook, trace_file)
 

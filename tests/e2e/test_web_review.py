@@ -2,7 +2,8 @@
 sagas they may approve, the longest waiting first), and approving a version whose
 automated review has findings needs a tick for each finding, which the approval records.
 
-A `pressroom serve` process in closed mode with people made by `pressroom users`.
+A `pressroom serve` process in closed mode; its people and sagas are made in the test's
+process (`tests.support.in_process`), the version with findings by `pressroom edit`.
 Screenshots are kept in each test's tmp_path.
 """
 
@@ -20,6 +21,7 @@ import pytest
 from orchestrator.findings import finding_id
 from tests.conftest import SAMPLE_CORPUS, Cli, base_env
 from tests.e2e.test_browser_workspace import WIDE, _sign_in, browser  # noqa: F401 (fixture)
+from tests.support import in_process
 from tests.support.web import BRIEF, form_token, served, tags
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(360)]
@@ -44,24 +46,14 @@ def desk(tmp_path: Path) -> Iterator[Desk]:
     env = base_env(
         PRESSROOM_DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite'}", PRESSROOM_BROKER_URL="inline://"
     )
-    cli = Cli(env, tmp_path)
-    every = [arg for role in ("admin", "author", "reviewer", "operator") for arg in ("--role", role)]
-    tokens = {"admin": cli.json("users", "add", "admin", *every)["token"]}
-    admin = Cli({**env, "PRESSROOM_TOKEN": tokens["admin"]}, tmp_path)
-    for name, roles in (
-        ("rita", ["reviewer"]),
-        ("sam", ["author"]),
-        ("ed", ["author", "reviewer"]),
-        ("otto", ["operator"]),
-    ):
-        tokens[name] = admin.json("users", "add", name, *[a for r in roles for a in ("--role", r)])["token"]
+    people = {"rita": ["reviewer"], "sam": ["author"], "ed": ["author", "reviewer"], "otto": ["operator"]}
+    tokens = in_process.add_people(env, tmp_path, people)
 
     def submit(who: str, brief: str) -> str:
-        person = Cli({**env, "PRESSROOM_TOKEN": tokens[who]}, tmp_path)
-        sid: str = person.json(
-            "submit", "--brief", brief, "--corpus", str(SAMPLE_CORPUS), "--dest", f"site:{tmp_path / 'site'}"
-        )["saga_id"]
-        return sid
+        dests = [f"site:{tmp_path / 'site'}"]
+        return in_process.submit(
+            env, tmp_path, brief=brief, corpus=SAMPLE_CORPUS, destinations=dests, token=tokens[who]
+        )
 
     flagged = submit("sam", BRIEF)
     plain = submit("sam", "The Millbrook bookmobile and its stops")

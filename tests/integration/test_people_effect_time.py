@@ -21,12 +21,13 @@ import pytest
 
 from tests.conftest import PRESSROOM, base_env
 from tests.integration.helpers import make_app
+from tests.support import in_process
 from tests.support.processes import Processes, saga_state, wait_until
 from tests.support.webhook_server import WebhookServer
 
 BRIEF = "history of the library network"
 # An admin grants only roles they hold, so the first one holds those it hands out.
-GRANTS = ("--role", "author", "--role", "reviewer")
+GRANTS = ("admin", "author", "reviewer")
 
 
 def run(env: dict[str, str], *args: str, token: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -42,16 +43,15 @@ def run_json(env: dict[str, str], *args: str, token: str | None = None) -> dict[
 
 
 def people_and_saga(env: dict[str, str], corpus: Path, dest: str) -> tuple[dict[str, str], str]:
-    """admin, dana (author) and erin (reviewer); a saga by dana in ready-for-review (agents in-process)."""
-    tokens = {"admin": run_json(env, "users", "add", "admin", "--role", "admin", *GRANTS)["token"]}
-    for name, role in (("dana", "author"), ("erin", "reviewer")):
-        tokens[name] = run_json(env, "users", "add", name, "--role", role, token=tokens["admin"])["token"]
-    inline = {**env, "PRESSROOM_BROKER_URL": "inline://"}
-    saga = run_json(
-        inline, "submit", "--brief", BRIEF, "--corpus", str(corpus), "--dest", dest, token=tokens["dana"]
+    """admin, dana (author) and erin (reviewer); a saga by dana in ready-for-review. Made in
+    this process (agents included), on the database the commands and processes below use."""
+    inline, cwd = {**env, "PRESSROOM_BROKER_URL": "inline://"}, corpus.parent
+    others = {"dana": ["author"], "erin": ["reviewer"]}
+    tokens = in_process.add_people(inline, cwd, others, admin_roles=GRANTS)
+    sid = in_process.submit(
+        inline, cwd, brief=BRIEF, corpus=corpus, destinations=[dest], token=tokens["dana"]
     )
-    assert saga["state"] == "ready-for-review", saga
-    return tokens, saga["saga_id"]
+    return tokens, sid
 
 
 def take_away(env: dict[str, str], how: str, admin: str) -> None:

@@ -85,21 +85,26 @@ def field_names(page: str) -> set[str]:
 
 def people_and_a_saga(tmp_path: Path, **settings: str) -> tuple[dict[str, str], Cli, dict[str, str], str]:
     """Closed mode on a fresh SQLite file: admin, rita (reviewer), sam (author and
-    reviewer, who submits a saga), otto (operator); their tokens and the saga id."""
+    reviewer, who submits a saga), otto (operator); their tokens and the saga id.
+    Made in this process (`tests.support.in_process`): the tests that use it are about
+    the pages, and `pressroom users` and `submit` have tests of their own."""
+    from tests.support import in_process  # the app's modules: only the tests that make people
+
     env = base_env(
         PRESSROOM_DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite'}",
         PRESSROOM_BROKER_URL="inline://",
         **settings,
     )
     cli = Cli(env, tmp_path)
-    every = [arg for role in ("admin", "author", "reviewer", "operator") for arg in ("--role", role)]
-    tokens = {"admin": cli.json("users", "add", "admin", *every)["token"]}  # grants only roles it holds
-    admin = Cli({**env, "PRESSROOM_TOKEN": tokens["admin"]}, tmp_path)
-    for name, roles in (("rita", ["reviewer"]), ("sam", ["author", "reviewer"]), ("otto", ["operator"])):
-        args = [arg for role in roles for arg in ("--role", role)]
-        tokens[name] = admin.json("users", "add", name, *args)["token"]
-    sam = Cli({**env, "PRESSROOM_TOKEN": tokens["sam"]}, tmp_path)
-    saga_id = sam.json(
-        "submit", "--brief", BRIEF, "--corpus", str(SAMPLE_CORPUS), "--dest", f"site:{tmp_path / 'site'}"
-    )["saga_id"]
+    tokens = in_process.add_people(
+        env, tmp_path, {"rita": ["reviewer"], "sam": ["author", "reviewer"], "otto": ["operator"]}
+    )
+    saga_id = in_process.submit(
+        env,
+        tmp_path,
+        brief=BRIEF,
+        corpus=SAMPLE_CORPUS,
+        destinations=[f"site:{tmp_path / 'site'}"],
+        token=tokens["sam"],
+    )
     return env, cli, tokens, saga_id
