@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from orchestrator.core.pipeline import InvalidPipeline, KindInfo, parse_pipeline
@@ -86,11 +88,16 @@ def test_a_declared_pipeline_parses_with_its_order_planners_and_budgets() -> Non
             GOOD.replace('name = "style"', 'name = "fact-check"'),
             "pipelines/house.toml: role[3].name: the role 'fact-check' is declared twice",
         ),
-        (GOOD.replace("seed = 7", "seed = 7\napi_key = 'sk-x'"), "pipelines/house.toml: model.house.api_key: "),
+        (
+            GOOD.replace("seed = 7", "seed = 7\napi_key = 'sk-x'"),
+            "pipelines/house.toml: model.house.api_key: ",
+        ),
         (GOOD.replace("budget = { tokens = 40000 }", "budget = { tokens = -1 }"), "role[1].budget.tokens: "),
         (GOOD.replace('name = "draft"', 'name = "Draft!"'), "pipelines/house.toml: role[1].name: "),
         (
-            GOOD.replace('planner = "house"\n\n[model', 'planner = "house"\ntools = ["mcp:wiki/search"]\n\n[model'),
+            GOOD.replace(
+                'planner = "house"\n\n[model', 'planner = "house"\ntools = ["mcp:wiki/search"]\n\n[model'
+            ),
             "role[3].tools: 'mcp:wiki/search' names no [mcp.wiki] server",
         ),
         (
@@ -110,3 +117,15 @@ def test_a_bad_pipeline_is_refused_with_one_line_naming_file_and_field(text: str
     assert expected in message, message
     assert "\n" not in message
     assert refused.value.exit_code == 2
+
+
+def test_the_readmes_pipeline_example_parses() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    example = readme.split("```toml\n", 1)[1].split("```", 1)[0]
+    pipeline = parse(example)
+    assert [(r.name, r.after) for r in pipeline.roles] == [
+        ("research", ()),
+        ("draft", ("research",)),
+        ("fact-check", ("draft",)),
+    ]
+    assert pipeline.profile(pipeline.role("draft")) is not None
