@@ -38,7 +38,9 @@ e2e: $(STAMP)
 # see tests/conftest.py) one at a time. Bytecode is compiled first: every test
 # starts `pressroom` processes, and with PYTHONDONTWRITEBYTECODE set each would
 # compile the project's modules again.
-PYTEST_WORKERS ?= 2
+# Three on two cores: much of the suite waits (on timeouts, polls, other processes),
+# and a third worker fills that time.
+PYTEST_WORKERS ?= 3
 test: lint typecheck
 	$(BIN)/python -m compileall -q -j 0 orchestrator sagas outbox telemetry roles evaluation
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile -m "not serial"
