@@ -2,8 +2,8 @@
 
     python bench/_handoff_worker.py DATABASE_URL BROKER_URL SIGNAL_REDIS_URL MODE QUEUES
 
-It builds the Pressroom App from `build_app` exactly as `pressroom worker`
-would, except that every role task's handler is a no-op handler (App.handlers
+It builds the Pressroom Pressroom from `build_app` exactly as `pressroom worker`
+would, except that every role task's handler is a no-op handler (Consumer.handlers
 is a dict), and hands it to the Celery tasks with
 `orchestrator.celery_app.use_app`. The Celery app comes from
 `orchestrator.celery_app.make_celery` (same reliability settings as
@@ -15,10 +15,10 @@ pool is `solo` (one process, as in the e2e tests).
 
 MODE:
 
-* `shipped`: `App.handle` as it is.
+* `shipped`: `Consumer.handle` as it is.
 * `nosync`: every connection of this process runs with
   `synchronous_commit = off` (a reference, not a proposal).
-* `leasefirst`: `App.handle` with `App.short_queues` empty, so every queue
+* `leasefirst`: `Consumer.handle` with `Consumer.short_queues` empty, so every queue
   takes its lease in a relaxed transaction of its own before the handler
   (the publisher's path, and every queue's before the lease was folded into
   the final transaction).
@@ -28,12 +28,12 @@ record with wall-clock stamps (time.time(), one clock for every process on
 this machine) to the list `bench:done` — bare: at the end of the task body;
 handoff and floor: in an after-commit callback, i.e. right after the
 consumer's transaction committed. `task_prerun` stamps when the worker started
-each task. Inside `App.handle`, a wrapper around the function it calls
+each task. Inside `Consumer.handle`, a wrapper around the function it calls
 before the handler, `claim_lease`, looked up as an attribute of
-`orchestrator.app` (no product file is changed), stamps the steps in
+`outbox.consumer` (no product file is changed), stamps the steps in
 between; the worker refuses to start if that name is gone, and
 bench/handoff.py refuses a record without the stamps, so a change of
-`App.handle` cannot silently turn the phase table into nonsense.
+`Consumer.handle` cannot silently turn the phase table into nonsense.
 """
 
 from __future__ import annotations
@@ -50,12 +50,12 @@ from celery import Celery
 from celery.signals import task_prerun
 from kombu import Queue  # type: ignore[attr-defined]
 
-import orchestrator.app as app_module
-from orchestrator.app import App
+import outbox.consumer as app_module
 from orchestrator.bootstrap import build_app
 from orchestrator.celery_app import EXCHANGE, make_celery, use_app
 from orchestrator.core.config import Settings
 from orchestrator.core.routing import TASKS
+from orchestrator.pressroom import Pressroom
 from orchestrator.store.db import UnitOfWork, unit_of_work
 from outbox.handlers import Finalizer
 from outbox.inbox import claim
@@ -72,10 +72,10 @@ Stamps = dict[str, dict[str, float]]
 
 
 def stamp_phases(stamps: Stamps) -> None:
-    """Wrap `claim_lease` as `App.handle` looks it up (a module attribute)."""
+    """Wrap `claim_lease` as `Consumer.handle` looks it up (a module attribute)."""
     missing = [name for name in WRAPPED if not hasattr(app_module, name)]
     if missing:
-        raise SystemExit(f"orchestrator.app no longer has {missing}: update bench/_handoff_worker.py")
+        raise SystemExit(f"outbox.consumer no longer has {missing}: update bench/_handoff_worker.py")
     inner = {name: vars(app_module)[name] for name in WRAPPED}
 
     def claim_lease(session: Any, work_id: str, holder: str, lease: float) -> int | None:
@@ -113,7 +113,7 @@ def noop_handler(signals: Any, prerun: dict[str, float], stamps: Stamps) -> Call
     return handler
 
 
-def bench_tasks(celery: Celery, app: App, signals: Any, prerun: dict[str, float]) -> None:
+def bench_tasks(celery: Celery, app: Pressroom, signals: Any, prerun: dict[str, float]) -> None:
     @celery.task(name="bench.noop", bind=True, acks_late=True)  # type: ignore[untyped-decorator]
     def bench_noop(self: Any, payload: dict[str, Any]) -> None:
         task_id = str(self.request.id)
@@ -154,7 +154,7 @@ def main() -> None:
         app.engine.dispose()
         no_flush_wait(app.engine)
     if mode == "leasefirst":
-        app.short_queues = frozenset()
+        app.consumer.short_queues = frozenset()
     handler = noop_handler(signals, prerun, stamps)
     for name in TASKS:
         app.handlers[name] = handler

@@ -256,8 +256,6 @@ class Bench:
         """Submit `n` sagas back to back, approve each when ready; wait for all to finish."""
         from sqlalchemy import text
 
-        from orchestrator import services
-
         ids: list[str] = []
         local: list[bool] = []
         submit_call: list[float] = []
@@ -274,7 +272,7 @@ class Bench:
                         ).all()
                     mine = [(sid, v) for sid, v in ready if sid in wanted and sid not in approved]
                     for sid, version in mine:
-                        services.approve(self.app, sid, version=int(version), actor="erin")
+                        self.app.reviews.approve(sid, version=int(version), actor="erin")
                         approved.add(sid)
                     if not mine:
                         time.sleep(0.02)
@@ -289,8 +287,8 @@ class Bench:
             for i in range(n):
                 dests = self.destinations(mix, i, hook_url)
                 t = time.perf_counter()
-                out = services.submit(
-                    self.app, brief=BRIEF, corpus=str(self.corpus), destinations=dests, actor="dana"
+                out = self.app.submissions.submit(
+                    brief=BRIEF, corpus=str(self.corpus), destinations=dests, actor="dana"
                 )
                 submit_call.append(time.perf_counter() - t)
                 ids.append(out["saga_id"])

@@ -4,14 +4,14 @@
 
 One *handoff* is Pressroom's real path between two roles: the producer's
 unit of work writes a work row (with a lease) and an outbox row through
-`App.dispatch` and commits; the after-commit callback sends the row to the
+`Dispatcher.dispatch` and commits; the after-commit callback sends the row to the
 broker (`CeleryBroker.send_task`) and queues its sent-mark (`SentMarks`: a
 thread of the producer's process writes the marks gathered in 50 ms in one
 relaxed UPDATE); a Celery worker process built from
 `orchestrator.celery_app.make_celery` runs the task, which calls
-`App.handle`: on the `writer` queue (PostgreSQL) one transaction holds the
+`Consumer.handle`: on the `writer` queue (PostgreSQL) one transaction holds the
 lease (UPDATE … RETURNING, skipping a locked row), the handler (a no-op
-registered in `App.handlers`), then the inbox row with the work's completion
+registered in `Consumer.handlers`), then the inbox row with the work's completion
 and the `message applied` event (one statement, `outbox.inbox.settle`), committed once, durably. Latency runs from just before
 the producer's commit to just after the consumer's commit.
 
@@ -22,12 +22,12 @@ time.time() (one clock, one machine) and reported through Redis.
 
 Measured side by side, samples interleaved round-robin (the machine is
 shared, so drift and other people's load hit every path alike), each
-handoff path with its own producer App and worker process:
+handoff path with its own producer Pressroom and worker process:
 
 * `bare`     — the baseline;
 * `handoff`  — as shipped (`writer` queue);
 * `lease first` — as shipped for the `researcher` and `publisher` queues
-  (`researcher` queue, a worker with `App.short_queues` empty): the lease in a
+  (`researcher` queue, a worker with `Consumer.short_queues` empty): the lease in a
   relaxed transaction of its own before the handler, as every queue did
   before the lease was folded into the final transaction;
 * `floor`    — the minimal outbox + inbox design, bench-side (`bench`
@@ -149,7 +149,7 @@ def stop_process(proc: subprocess.Popen[bytes]) -> None:
 def handoff_sample(rec: dict[str, Any], t0: float, returned: float, observed: float, sent: Any) -> Sample:
     missing = [key for key in PHASE_STAMPS if rec.get(key) is None]
     if missing:
-        raise RuntimeError(f"the worker's record lacks {missing}: App.handle changed, update the bench")
+        raise RuntimeError(f"the worker's record lacks {missing}: Consumer.handle changed, update the bench")
     send_start, send_end = sent
     return {
         "latency": rec["done"] - t0,
@@ -294,14 +294,13 @@ class Bench:
             app.engine.dispose()
             no_flush_wait(app.engine)
         timed = TimedBroker(app.broker)
-        app.broker = timed
         app.outbox.broker = timed
         unit_of_work, saga_id = self.unit_of_work, self.saga_id
 
         def handoff() -> Sample:
             timed.last = None
             with unit_of_work(app.engine) as uow:
-                message_id = app.dispatch(uow, saga_id=saga_id, task=task)
+                message_id = app.dispatcher.dispatch(uow, saga_id=saga_id, task=task)
                 t0 = time.time()  # the last thing before the producer's commit
             returned = time.time()
             rec, observed = self.waiter.wait(message_id, timeout=90)
@@ -405,7 +404,7 @@ class Bench:
             for _chunk in range(rows // 100):
                 with self.unit_of_work(producer.engine) as uow:
                     for _i in range(100):
-                        producer.dispatch(uow, saga_id=self.saga_id, task=PUBLISH)
+                        producer.dispatcher.dispatch(uow, saga_id=self.saga_id, task=PUBLISH)
             started = time.perf_counter()
             sent = 0
             while True:
@@ -442,7 +441,7 @@ class Bench:
             samples: list[float] = []
             for i in range(self.opts.relay_n + 1):
                 with self.unit_of_work(relay_app.engine) as uow:
-                    message_id = relay_app.dispatch(uow, saga_id=self.saga_id, task=RESEARCH)
+                    message_id = relay_app.dispatcher.dispatch(uow, saga_id=self.saga_id, task=RESEARCH)
                     t0 = time.time()
                 rec, _ = self.waiter.wait(message_id, timeout=90)
                 if i:  # the first one also waited for the relay to start
@@ -681,14 +680,14 @@ BODY = """Command: `{command}` ({stamp}, code at {rev}; {n} samples per path aft
 test runs may overlap).
 
 Setup: Redis broker (db {redis}, flushed), a fresh PostgreSQL database (`synchronous_commit = on`, the
-default), tracing off. Each handoff path has its own producer `App` (`build_app`); workers are Celery
+default), tracing off. Each handoff path has its own producer `Pressroom` (`build_app`); workers are Celery
 processes (`bench/_handoff_worker.py`: `build_app` + `use_app`, Celery app from `make_celery`,
-`--pool solo --concurrency 1`, the pool the e2e tests use). A handoff goes through `App.dispatch` (work
+`--pool solo --concurrency 1`, the pool the e2e tests use). A handoff goes through `Dispatcher.dispatch` (work
 row with lease + outbox row, durable commit, send right after the commit, then the sent-mark queued
-for `SentMarks`, whose thread writes a batch in one relaxed `UPDATE`) and `App.handle` (one transaction for the lease —
+for `SentMarks`, whose thread writes a batch in one relaxed `UPDATE`) and `Consumer.handle` (one transaction for the lease —
 `claim_lease`, `UPDATE … RETURNING`, relaxed commit —, the handler, then the inbox row with the work's
 completion and the `message applied` event — `settle`, one writable-CTE statement — in one durable commit; on the `writer` queue the lease is taken inside that final
-transaction instead, see below) with a no-op handler registered in `App.handlers`. The bare
+transaction instead, see below) with a no-op handler registered in `Consumer.handlers`. The bare
 round trip is `send_task` of a no-op `bench.noop` task on the same broker, Celery settings and worker
 process as the shipped handoff. Latency: from just before the producer's commit (bare: just before
 `send_task`) to just after the consumer's commit (bare: end of the task body), both stamped with
@@ -742,8 +741,8 @@ between the lease and the commit.
 
 {obs_table}
 
-Phases (the consumer's are stamped by a wrapper around `claim_lease` as `App.handle` looks it up in
-`orchestrator.app`, and by the handler; the floor's consumer is one
+Phases (the consumer's are stamped by a wrapper around `claim_lease` as `Consumer.handle` looks it up in
+`outbox.consumer`, and by the handler; the floor's consumer is one
 transaction, shown only in its total):
 
 {breakdown}

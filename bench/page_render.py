@@ -86,7 +86,6 @@ def main() -> None:
     from sqlmodel import Session
     from starlette.testclient import TestClient
 
-    from orchestrator import services
     from orchestrator.bootstrap import build_app
     from orchestrator.core.config import Settings
     from orchestrator.entrypoints import pages, workspace
@@ -98,8 +97,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="pr-page-render-") as tmp:
         settings = Settings(database_url=f"sqlite:///{tmp}/bench.db", broker_url="inline://", secret="bench")
         app = build_app(settings, memory_destinations=True)
-        saga_id = services.submit(
-            app, brief="the library network", corpus=str(corpus), destinations=["memory:bench"], actor="bench"
+        saga_id = app.submissions.submit(
+            brief="the library network", corpus=str(corpus), destinations=["memory:bench"], actor="bench"
         )["saga_id"]
         markdown, citations, review = _head(corpus)
         with Session(app.engine) as s:

@@ -7,8 +7,8 @@ sagas (default 100,000), inserted with bulk SQL (`generate_series`), each with
 and 4 finished work rows, all 30 days old (25 rows per saga).
 
 Handoff: one hop of the product's consumer path in this process, on the same
-database: `App.dispatch` in a unit of work (work row + outbox row), the
-after-commit send to the in-process broker, then `App.handle` (the lease,
+database: `Dispatcher.dispatch` in a unit of work (work row + outbox row), the
+after-commit send to the in-process broker, then `Consumer.handle` (the lease,
 a handler that changes nothing, the inbox row with the completion, the `applied` event). The
 saga it works for is not finished, so prune never touches it. Timed from
 before the dispatch to the end of `handle`.
@@ -43,10 +43,10 @@ from _common import (
 )
 from sqlalchemy import text
 
-from orchestrator.app import App
 from orchestrator.bootstrap import build_app
 from orchestrator.core.config import Settings
 from orchestrator.core.routing import RESEARCH
+from orchestrator.pressroom import Pressroom
 from orchestrator.store.db import make_engine, unit_of_work
 from orchestrator.store.tables import SagaRow
 from outbox.handlers import noop
@@ -92,7 +92,7 @@ def seed(url: str, sagas: int) -> float:
     return time.perf_counter() - started
 
 
-def handoff_app(url: str) -> tuple[App, str]:
+def handoff_app(url: str) -> tuple[Pressroom, str]:
     app = build_app(Settings(database_url=url, broker_url="inline://", secret="bench"))
     app.handlers[RESEARCH] = lambda _handoff, _holder: noop
     with unit_of_work(app.engine) as uow:
@@ -104,11 +104,11 @@ def handoff_app(url: str) -> tuple[App, str]:
     return app, saga_id
 
 
-def one_handoff(app: App, saga_id: str) -> float:
+def one_handoff(app: Pressroom, saga_id: str) -> float:
     t0 = time.perf_counter()
     with unit_of_work(app.engine) as uow:
-        app.dispatch(uow, saga_id=saga_id, task=RESEARCH)
-    handled = app.broker.drain(app.handle)  # type: ignore[attr-defined]
+        app.dispatcher.dispatch(uow, saga_id=saga_id, task=RESEARCH)
+    handled = app.broker.drain(app.consumer.handle)  # type: ignore[attr-defined]
     assert handled == 1
     return time.perf_counter() - t0
 

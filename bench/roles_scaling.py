@@ -124,7 +124,6 @@ def child_refresh(corpus: Path, index_dir: Path) -> dict[str, Any]:
 
 
 def child_sagas(corpus: Path, index_dir: Path, work: Path, sagas: int) -> dict[str, Any]:
-    from orchestrator import services
     from orchestrator.bootstrap import build_app
     from orchestrator.core.config import Settings
     from orchestrator.core.routing import DRAFT, RESEARCH, REVIEW
@@ -163,8 +162,8 @@ def child_sagas(corpus: Path, index_dir: Path, work: Path, sagas: int) -> dict[s
         for task, _ in stages:
             app.handlers[task] = timed(originals[task], task, spent)
         start = time.perf_counter()
-        out = services.submit(
-            app, brief=BRIEF, corpus=str(corpus), destinations=[f"memory:b{run}"], actor="bench"
+        out = app.submissions.submit(
+            brief=BRIEF, corpus=str(corpus), destinations=[f"memory:b{run}"], actor="bench"
         )
         wall = time.perf_counter() - start
         if out["state"] != "ready-for-review":

@@ -66,7 +66,6 @@ def main() -> None:
     opts = parser.parse_args()
 
     import roles
-    from orchestrator import services
     from orchestrator.bootstrap import build_app
     from orchestrator.core.config import Settings
     from telemetry import setup
@@ -104,8 +103,8 @@ def main() -> None:
 
         def saga() -> float:
             t = time.perf_counter()
-            status = services.submit(
-                app, brief=BRIEF, corpus=corpus, destinations=["memory:trace-bench"], actor="dana"
+            status = app.submissions.submit(
+                brief=BRIEF, corpus=corpus, destinations=["memory:trace-bench"], actor="dana"
             )
             elapsed = time.perf_counter() - t
             assert status["state"] == "ready-for-review", status

@@ -36,13 +36,12 @@ from evaluation.eval_measures import injections_reached, verbatim_quotes
 from evaluation.eval_probes import ToolPathRecorder, quiet
 from evaluation.eval_run import EVAL_SECRET
 from evaluation.scripted_model import ScriptedModel
-from orchestrator import services
-from orchestrator.app import App
 from orchestrator.bootstrap import build_app
 from orchestrator.core.config import Settings
 from orchestrator.core.errors import InvalidInput
 from orchestrator.harness.capabilities import ROLE_CAPABILITIES
 from orchestrator.harness.spec import Risk
+from orchestrator.pressroom import Pressroom
 from orchestrator.store.model_call_rows import ModelCallRow
 from orchestrator.toolpath.engine import Harness
 from roles.corpus import load_corpus
@@ -115,14 +114,13 @@ def run_profile(model: ScriptedModel, profile: str, case: Path) -> dict[str, Any
     return run
 
 
-def _saga(app: App, recorder: ToolPathRecorder, profile: str, case: Path) -> dict[str, Any]:
+def _saga(app: Pressroom, recorder: ToolPathRecorder, profile: str, case: Path) -> dict[str, Any]:
     brief = (case / "brief.txt").read_text(encoding="utf-8").strip()
     uri = f"memory:eval-model-{profile}-{case.name}"
     store = memory_store(uri.removeprefix("memory:"))
     store.reset()
     with quiet():
-        submitted = services.submit(
-            app,
+        submitted = app.submissions.submit(
             brief=brief,
             corpus=str(case / "corpus"),
             destinations=[uri],
@@ -130,8 +128,8 @@ def _saga(app: App, recorder: ToolPathRecorder, profile: str, case: Path) -> dic
             pipeline=profiles.PIPELINE,
         )
     saga_id = submitted["saga_id"]
-    status = services.status(app, saga_id)
-    events = services.history(app, saga_id)["events"]
+    status = app.reads.status(saga_id)
+    events = app.reads.history(saga_id)["events"]
     deferred = [e for e in events if e["kind"] == "message" and e["status"] == "deferred"]
     denied = {spec.name for spec in app.registry if spec.risk is Risk.DENY}
     versions = _versions(app, saga_id, brief, case / "corpus")
@@ -178,7 +176,7 @@ def _saga(app: App, recorder: ToolPathRecorder, profile: str, case: Path) -> dic
     }
 
 
-def _calls(app: App, saga_id: str) -> dict[str, int]:
+def _calls(app: Pressroom, saga_id: str) -> dict[str, int]:
     """The `model_calls` rows: requests each recorded (`retries`: beyond the first) and failures."""
     with Session(app.engine) as s:
         rows = s.exec(select(ModelCallRow).where(ModelCallRow.saga_id == saga_id)).all()
@@ -188,7 +186,7 @@ def _calls(app: App, saga_id: str) -> dict[str, int]:
     }
 
 
-def _versions(app: App, saga_id: str, brief: str, corpus: Path) -> dict[str, Any]:
+def _versions(app: Pressroom, saga_id: str, brief: str, corpus: Path) -> dict[str, Any]:
     """Every version's quotes against the corpus files, and injected text in any version."""
     with Session(app.engine) as s:
         versions = records.versions(s, saga_id)

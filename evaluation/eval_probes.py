@@ -29,9 +29,9 @@ from typing import Any
 from sqlalchemy import update
 from sqlmodel import col
 
-from orchestrator.app import App
 from orchestrator.core.errors import InvalidInput
 from orchestrator.harness.spec import ToolCall, ToolResult
+from orchestrator.pressroom import Pressroom
 from orchestrator.store.db import unit_of_work
 from orchestrator.store.tables import WorkRow, utcnow
 from orchestrator.toolpath.engine import Caller, Harness
@@ -137,7 +137,7 @@ class Faults:
         if self.spec is not None and self.kind not in FAULT_KINDS:
             raise InvalidInput(f"unknown fault {self.kind!r}; known: {', '.join(FAULT_KINDS)}")
 
-    def attach(self, app: App, store: MemoryStore) -> None:
+    def attach(self, app: Pressroom, store: MemoryStore) -> None:
         self.check()
         if self.kind == "worker-killed":
             task = _task_named(app, str((self.spec or {}).get("task", "")))
@@ -159,12 +159,12 @@ class Faults:
 
         return killed_once
 
-    def _duplicating(self, app: App) -> None:
+    def _duplicating(self, app: Pressroom) -> None:
         broker = app.broker
         if not isinstance(broker, InlineBroker):
             raise InvalidInput("duplicate-delivery needs the in-process broker")
         send = broker.send
-        handle = app.handle
+        handle = app.consumer.handle
         doubled: set[str] = set()
 
         def send_twice(envelope: Any) -> None:
@@ -180,9 +180,9 @@ class Faults:
             return outcome
 
         broker.send = send_twice  # type: ignore[method-assign]
-        app.handle = counted  # type: ignore[method-assign,assignment]
+        app.consumer.handle = counted  # type: ignore[method-assign,assignment]
 
-    def recover(self, app: App) -> int:
+    def recover(self, app: Pressroom) -> int:
         """The killed workers' leases run out; the sweeper sends their work again."""
         expired = len(self.killed)
         with unit_of_work(app.engine) as uow:
@@ -194,11 +194,11 @@ class Faults:
                 )
         self.killed.clear()
         if expired:
-            app.drain()
+            app.consumer.drain()
         return expired
 
 
-def _task_named(app: App, role: str) -> str:
+def _task_named(app: Pressroom, role: str) -> str:
     matches = [t for t in app.handlers if role_of(t) == role]
     if len(matches) != 1:
         raise InvalidInput(f"worker-killed needs a task of one role, not {role!r}")
@@ -206,7 +206,7 @@ def _task_named(app: App, role: str) -> str:
 
 
 @contextmanager
-def quiet(logger: str = "orchestrator.app") -> Iterator[None]:
+def quiet(logger: str = "outbox.consumer") -> Iterator[None]:
     """An injected kill is logged by the app as a failure; the report says it instead."""
     log = logging.getLogger(logger)
     before = log.disabled

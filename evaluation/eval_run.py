@@ -26,12 +26,11 @@ from evaluation import eval_dimensions as dims
 from evaluation.coherence import incoherent
 from evaluation.eval_measures import injections_reached, loop_counts, unsupported_sentences, verbatim_quotes
 from evaluation.eval_probes import Faults, RoleTimer, ToolPathRecorder, quiet
-from orchestrator import services
-from orchestrator.app import App
 from orchestrator.bootstrap import build_app
 from orchestrator.core.config import Settings
 from orchestrator.harness.capabilities import ROLE_CAPABILITIES
 from orchestrator.harness.spec import Risk, ToolCall
+from orchestrator.pressroom import Pressroom
 from orchestrator.store.tables import ArtifactRow
 from orchestrator.toolpath.engine import Caller, Harness
 from roles.artifacts import Evidence
@@ -71,7 +70,7 @@ def run_once(case: Path, brief: str, expect: dict[str, Any], run: int, model: st
 
 
 def _saga(
-    app: App,
+    app: Pressroom,
     recorder: ToolPathRecorder,
     case: Path,
     brief: str,
@@ -83,13 +82,12 @@ def _saga(
     store = memory_store(f"eval-{name}")
     store.reset()
     timer = RoleTimer()
-    app.handlers = {task: timer.wrap(task, h) for task, h in app.handlers.items()}
+    app.consumer.handlers = {task: timer.wrap(task, h) for task, h in app.handlers.items()}
     faults = Faults(expect.get("fault"))
     faults.attach(app, store)
     people = 0
     with quiet():
-        submitted = services.submit(
-            app,
+        submitted = app.submissions.submit(
             brief=brief,
             corpus=str(case / "corpus"),
             destinations=[f"memory:eval-{name}"],
@@ -97,15 +95,15 @@ def _saga(
         )
         saga_id = submitted["saga_id"]
         redelivered = faults.recover(app)
-        status = services.status(app, saga_id)
+        status = app.reads.status(saga_id)
         if status["state"] == "ready-for-review":
-            services.approve(app, saga_id, version=int(status["version"]), actor="eval-approver")
+            app.reviews.approve(saga_id, version=int(status["version"]), actor="eval-approver")
         redelivered += faults.recover(app)
-        status = services.status(app, saga_id)
+        status = app.reads.status(saga_id)
         if status["state"] == "effect-unknown":
             people += _reconcile(app, saga_id, f"memory:eval-{name}", store)
-            status = services.status(app, saga_id)
-    events = services.history(app, saga_id)["events"]
+            status = app.reads.status(saga_id)
+    events = app.reads.history(saga_id)["events"]
     _probe(app, recorder, saga_id, status.get("version_digest"))
     base = _outputs(app, saga_id, brief, case / "corpus", store)
     steps, _ = loop_counts(events)
@@ -139,11 +137,10 @@ def _saga(
     }
 
 
-def _reconcile(app: App, saga_id: str, uri: str, store: MemoryStore) -> int:
+def _reconcile(app: Pressroom, saga_id: str, uri: str, store: MemoryStore) -> int:
     """The operator looks at the destination, then says what is there: one person action."""
     outcome = "confirmed" if store.pages else "absent"
-    services.reconcile(
-        app,
+    app.reviews.reconcile(
         saga_id,
         destination=uri,
         outcome=outcome,
@@ -153,7 +150,7 @@ def _reconcile(app: App, saga_id: str, uri: str, store: MemoryStore) -> int:
     return 1
 
 
-def _probe(app: App, recorder: ToolPathRecorder, saga_id: str, digest: str | None) -> None:
+def _probe(app: Pressroom, recorder: ToolPathRecorder, saga_id: str, digest: str | None) -> None:
     args = {"saga_id": saga_id, "destination": "memory:eval-probe", "version_digest": digest or "0" * 64}
     for role, tool in PROBES:
         caller = Caller(actor=role, capabilities=ROLE_CAPABILITIES[role], saga_id=saga_id)
@@ -181,7 +178,7 @@ def _approval_wait(events: list[dict[str, Any]]) -> float | None:
     return max(0.0, (end - start).total_seconds())
 
 
-def _outputs(app: App, saga_id: str, brief: str, corpus: Path, store: MemoryStore) -> dict[str, Any]:
+def _outputs(app: Pressroom, saga_id: str, brief: str, corpus: Path, store: MemoryStore) -> dict[str, Any]:
     """The saga's versions, citations and evidence, as the result measures read them."""
     with Session(app.engine) as s:
         versions = records.versions(s, saga_id)

@@ -39,7 +39,6 @@ import roles
 from evaluation.fault_scenarios import ROW_TIMEOUT, Outcome, run_scenarios
 from evaluation.faults import Bench, Rig, call
 from evaluation.memory_store import MemoryHarnessStore
-from orchestrator import services
 from orchestrator.bootstrap import build_app
 from orchestrator.core.config import Settings
 from orchestrator.harness.approvals import ApprovalBinding, session_for
@@ -180,18 +179,17 @@ def publish_flow(database_url: str, workdir: Path, *, status_known: bool) -> Out
     )
     dest = memory_store(name)
     try:
-        ready = services.submit(
-            app, brief=BRIEF, corpus=str(SAMPLE_CORPUS), destinations=[uri], actor="submitter"
+        ready = app.submissions.submit(
+            brief=BRIEF, corpus=str(SAMPLE_CORPUS), destinations=[uri], actor="submitter"
         )
         sid = ready["saga_id"]
         calls_before_approval = dest.calls["publish"]
         dest.fail_next_publish("applied-then-lost")
         dest.status_unknown = not status_known
-        services.approve(app, sid, version=ready["version"], actor="editor")
-        after = services.status(app, sid)
-        assert app.relay is not None
+        app.reviews.approve(sid, version=ready["version"], actor="editor")
+        after = app.reads.status(sid)
         app.relay.sweep()
-        app.drain()
+        app.consumer.drain()
         publisher = Caller(actor="publisher", capabilities=ROLE_CAPABILITIES["publisher"], saga_id=sid)
         args = {"saga_id": sid, "destination": uri, "version_digest": ready["version_digest"]}
         redelivered = app.harness.call(
@@ -199,8 +197,8 @@ def publish_flow(database_url: str, workdir: Path, *, status_known: bool) -> Out
         )
         final = after
         if after["state"] == "effect-unknown":
-            final = services.reconcile(
-                app, sid, destination=uri, outcome="confirmed", actor="editor", reason="the page is live"
+            final = app.reviews.reconcile(
+                sid, destination=uri, outcome="confirmed", actor="editor", reason="the page is live"
             )
         calls = dest.calls["publish"]
     finally:

@@ -1,34 +1,47 @@
 """The composition root: one `build_app(settings, **overrides)` for every entry point.
 
 It chooses the adapters (database, broker, destinations), registers every
-tool in one registry, wraps them in the one harness, and wires the role
-handler (for every registered role kind's task) and the publisher's. Tests
-pass overrides here instead of patching modules.
+tool in one registry, wraps them in the one harness, wires the role
+handler (for every registered role kind's task) and the publisher's into the
+consumer, and builds each use case with only what it uses, all on one
+`Clock`. It returns a `Pressroom` (`orchestrator.pressroom`). Tests pass
+overrides here instead of patching modules.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from functools import partial
 
 from pydantic import BaseModel, ConfigDict
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
-from orchestrator.app import App
+from orchestrator.comments import Comments
 from orchestrator.core.clock import SYSTEM_CLOCK, Clock
 from orchestrator.core.config import Settings
 from orchestrator.core.routing import PUBLISH
 from orchestrator.harness.registry import Registry
 from orchestrator.harness.spec import Risk, ToolSpec
+from orchestrator.operations import PRUNE_EVERY, Operations
+from orchestrator.pressroom import Pressroom
+from orchestrator.reads import Reads
 from orchestrator.saga_tools import saga_tools
+from orchestrator.services import Reviews
 from orchestrator.store.chain_keys import use_chain_key
 from orchestrator.store.db import UnitOfWork, make_engine, unit_of_work
 from orchestrator.store.harness_store import SqlHarnessStore
 from orchestrator.store.people import SqlPeopleStore
 from orchestrator.store.tables import WorkRow
 from orchestrator.store.work import renew_lease, sweep_expired
+from orchestrator.submission import Submissions
 from orchestrator.toolpath.engine import Harness
 from outbox.broker import Broker, CeleryBroker, InlineBroker, NullBroker
+from outbox.consumer import Consumer
+from outbox.dispatch import Dispatcher
+from outbox.handlers import Handler
 from outbox.relay import Relay
 from outbox.writer import Outbox
 from roles.index import CorpusIndexes
@@ -81,9 +94,10 @@ def build_app(
     indexes: CorpusIndexes | None = None,
     clock: Clock = SYSTEM_CLOCK,
     instrument: Callable[[Harness], Harness] | None = None,
-) -> App:
+) -> Pressroom:
     """The application for `settings`. `instrument` wraps the one tool path every handler,
-    use case and entry point is given (the evaluation records each call with it)."""
+    use case and entry point is given (the evaluation records each call with it). `clock`
+    is the one clock: the use cases, the runner and the tool path all read it."""
     from roles.handlers import RolePorts, handle_role
     from roles.kind_plugins import load_kinds
     from roles.tools import role_tools
@@ -93,7 +107,18 @@ def build_app(
     engine = make_engine(
         settings.database_url, connect_retry=settings.connect_retry, pool_size=settings.db_pool_size
     )
-    store = SqlHarnessStore(engine)
+
+    def transact() -> AbstractContextManager[UnitOfWork]:
+        return unit_of_work(engine)
+
+    def sessions() -> Session:
+        return Session(engine)
+
+    def drain() -> int:
+        # Bound late: the consumer is built last, once the handlers it runs exist.
+        return consumer.drain()
+
+    store = harness_store(engine, clock)
     key = settings.signing_key()
     use_chain_key(engine, key)  # events are linked under a key derived from it
     webhook_allow = WebhookAllow.parse(settings.webhook_allow)
@@ -107,26 +132,43 @@ def build_app(
         )
     )
     indexes = indexes or CorpusIndexes(settings.index_folder())
+    people = SqlPeopleStore(engine)
+    broker = broker or make_broker(settings)
+    outbox = Outbox(engine, broker)
+    dispatcher = Dispatcher(outbox, lease_seconds=settings.lease_seconds)
+    reads = Reads(sessions, clock, review_reminder=settings.review_reminder)
+    submissions = Submissions(
+        transact=transact,
+        sessions=sessions,
+        dispatch=dispatcher.dispatch,
+        drain=drain,
+        reads=reads,
+        people=people,
+        indexes=indexes,
+        settings=settings,
+        clock=clock,
+        memory_destinations=memory_destinations,
+    )
     registry = Registry()
     for spec in [
         *role_tools(engine, indexes, settings.allowed_link_hosts()),
         *PublishingTools(engine, opener, settings.roots(), link_hosts=settings.allowed_link_hosts()).specs(),
-        *saga_tools(lambda: app),
+        *saga_tools(submissions, reads, settings),
         *denied_specs(),
         *(extra_tools or []),
     ]:
         registry.register(spec)
-    broker = broker or make_broker(settings)
     harness = Harness(
         registry,
         store,
         signing_key=key,
+        clock=clock.now,
         claim_seconds=settings.destination_timeout + 5,
         saga_budget=settings.saga_budget,
     )
     tools = instrument(harness) if instrument is not None else harness
     runner = SagaRunner(
-        transact=lambda: unit_of_work(engine),
+        transact=transact,
         tools=tools,
         store=store,
         signing_key=key,
@@ -138,52 +180,110 @@ def build_app(
         # holds (the other half is for the deliveries' own units of work), at least 2.
         call_threads=max(2, settings.db_pool_size // 2),
     )
-    app = App(
-        settings=settings,
-        engine=engine,
-        registry=registry,
-        store=store,
-        harness=tools,
-        runner=runner,
-        clock=clock,
-        broker=broker,
-        outbox=Outbox(engine, broker),
-        signing_key=key,
-        people=SqlPeopleStore(engine),
-        indexes=indexes,
-        memory_destinations=memory_destinations,
-    )
     roles = RolePorts(
-        engine=engine, tools=tools, dispatch=app.dispatch, settings=settings, catalogue=registry
+        engine=engine, tools=tools, dispatch=dispatcher.dispatch, settings=settings, catalogue=registry
     )
     # One handler for every kind's task: the saga's pipeline says which role runs when.
-    app.handlers = {kind.task: partial(handle_role, roles, kind.name) for kind in role_kinds.values()}
-    app.handlers[PUBLISH] = runner.handle
-    app.relay = Relay(
+    handlers: dict[str, Handler] = {
+        kind.task: partial(handle_role, roles, kind.name) for kind in role_kinds.values()
+    }
+    handlers[PUBLISH] = runner.handle
+    consumer = Consumer(
+        engine=engine,
+        transact=transact,
+        handlers=handlers,
+        dispatcher=dispatcher,
+        broker=broker,
+        store=store,
+        on_parked=lambda destinations, wake, key: runner.limits.when_free(destinations, wake, key=key),
+        lease_seconds=settings.lease_seconds,
+        model=settings.model,
+    )
+    reviews = Reviews(
+        transact=transact,
+        dispatch=dispatcher.dispatch,
+        drain=drain,
+        reads=reads,
+        people=people,
+        runner=runner,
+        settings=settings,
+        signing_key=key,
+        clock=clock,
+    )
+    operations = Operations(
+        engine=engine,
+        transact=transact,
+        sessions=sessions,
+        drain=drain,
+        reads=reads,
+        people=people,
+        runner=runner,
+        harness=tools,
+        outbox=outbox,
+        store=store,
+        settings=settings,
+        signing_key=key,
+        clock=clock,
+        tasks=lambda: consumer.handlers,
+    )
+    relay = Relay(
         engine,
         broker,
         grace=0.0 if isinstance(broker, InlineBroker) else settings.relay_grace,
         poll=settings.relay_poll,
-        sweepers=[lambda: sweep_leases(app), *operations_sweepers(app)],
+        sweepers=[
+            lambda: sweep_leases(app),
+            *operations_sweepers(operations),
+        ],
+    )
+    consumer.relay = relay
+    app = Pressroom(
+        settings=settings,
+        engine=engine,
+        clock=clock,
+        registry=registry,
+        store=store,
+        harness=tools,
+        runner=runner,
+        people=people,
+        indexes=indexes,
+        signing_key=key,
+        broker=broker,
+        outbox=outbox,
+        dispatcher=dispatcher,
+        consumer=consumer,
+        relay=relay,
+        reads=reads,
+        submissions=submissions,
+        reviews=reviews,
+        operations=operations,
+        comments=Comments(transact, sessions, people),
     )
     return app
 
 
-def operations_sweepers(app: App) -> list[Callable[[], int]]:
+def harness_store(engine: Engine, clock: Clock) -> SqlHarnessStore:
+    """The harness store over `engine`, and the one spot where the root's `clock` meets it:
+    the tool path (`Harness(clock=clock.now)`) and the runner read that clock; the store's
+    constructor takes no clock, so its rows are dated by `store.tables.utcnow`."""
+    del clock
+    return SqlHarnessStore(engine)
+
+
+def operations_sweepers(operations: Operations) -> list[Callable[[], int]]:
     """Lapsed approvals back to review each sweep; PRESSROOM_RETENTION pruning hourly."""
-    from orchestrator import operations
     from orchestrator.retention import RetentionSchedule
 
-    schedule = RetentionSchedule(operations.PRUNE_EVERY)
+    schedule = RetentionSchedule(PRUNE_EVERY)
     return [
-        lambda: operations.sweep_lapsed_approvals(app),
-        lambda: operations.scheduled_prune(app, schedule),
+        lambda: operations.sweep_lapsed_approvals(),
+        lambda: operations.scheduled_prune(schedule),
     ]
 
 
-def sweep_leases(app: App) -> int:
+def sweep_leases(app: Pressroom) -> int:
     def resend(uow: UnitOfWork, work: WorkRow) -> None:
-        app.resend(uow, work.task, work.payload, work.saga_id)
+        app.dispatcher.resend(uow, work.task, work.payload, work.saga_id)
 
     def exhausted(uow: UnitOfWork, work: WorkRow) -> None:
         give_up(uow, work, app.settings.max_attempts, app.store)
@@ -197,4 +297,12 @@ def sweep_leases(app: App) -> int:
     )
 
 
-__all__ = ["DENIED_TOOLS", "build_app", "make_broker", "operations_sweepers", "sweep_leases"]
+__all__ = [
+    "DENIED_TOOLS",
+    "Pressroom",
+    "build_app",
+    "harness_store",
+    "make_broker",
+    "operations_sweepers",
+    "sweep_leases",
+]

@@ -2,7 +2,7 @@
 
 Broker settings live only here. Each task is named `pressroom.<role>.<action>`,
 routed by glob to its queue, and does one thing: hand the message to
-`App.handle`, which checks the inbox, takes the lease, runs the role through
+`Consumer.handle`, which checks the inbox, takes the lease, runs the role through
 the harness and commits the result with the next message.
 """
 
@@ -28,8 +28,8 @@ from celery.signals import (
 from kombu import Exchange, Queue  # type: ignore[attr-defined]
 
 from orchestrator import saga_log
-from orchestrator.app import App
 from orchestrator.core.routing import PUBLISH, QUEUES
+from orchestrator.pressroom import Pressroom
 from orchestrator.store import dead_letters
 from outbox.messages import Envelope
 from outbox.redis_transport import TRANSPORT as REDIS_TRANSPORT
@@ -38,30 +38,30 @@ from roles.kind_plugins import load_kinds
 EXCHANGE = Exchange("pressroom", type="direct", durable=True)  # type: ignore[no-untyped-call]
 BROKER_MAX_RETRIES = 60
 _app_lock = threading.Lock()
-_pressroom: App | None = None
-_build: Callable[[], App] | None = None
+_pressroom: Pressroom | None = None
+_build: Callable[[], Pressroom] | None = None
 
 
-def use_app_factory(build: Callable[[], App]) -> None:
-    """How the worker process builds its App on first use (the composition root hands it in)."""
+def use_app_factory(build: Callable[[], Pressroom]) -> None:
+    """How the worker process builds its Pressroom on first use (the composition root hands it in)."""
     global _build
     with _app_lock:
         _build = build
 
 
-def pressroom_app() -> App:
-    """The worker process's App, built once by the factory handed in."""
+def pressroom_app() -> Pressroom:
+    """The worker process's Pressroom, built once by the factory handed in."""
     global _pressroom
     with _app_lock:
         if _pressroom is None:
             if _build is None:
-                raise RuntimeError("no App for this worker: call use_app() or use_app_factory() first")
+                raise RuntimeError("no Pressroom for this worker: call use_app() or use_app_factory() first")
             _pressroom = _build()
         return _pressroom
 
 
-def use_app(app: App | None) -> None:
-    """Hand the worker an already built App (tests, the demo)."""
+def use_app(app: Pressroom | None) -> None:
+    """Hand the worker an already built Pressroom (tests, the demo)."""
     global _pressroom
     with _app_lock:
         _pressroom = app
@@ -148,7 +148,7 @@ def _register(celery: Celery, name: str, queue: str) -> None:
             payload=payload,
             headers={k: v for k, v in headers.items() if isinstance(v, str)},
         )
-        return pressroom_app().handle(env)
+        return pressroom_app().consumer.handle(env)
 
     celery.task(name=name, bind=True, acks_late=True, reject_on_worker_lost=True, shared=False, typing=False)(
         run

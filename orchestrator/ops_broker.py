@@ -112,7 +112,7 @@ def _workers(celery: Any) -> tuple[Worker, ...]:
 
 
 def read_broker(broker: Broker, queues: Sequence[str] = QUEUES) -> BrokerView:
-    """Queue depths and the workers that answer, from the App's broker (blocking, ≤ a few seconds)."""
+    """Queue depths and the workers that answer, from the Pressroom's broker (blocking, ≤ a few seconds)."""
     if isinstance(broker, InlineBroker):
         return BrokerView("inline", depths={q: None for q in queues})
     if not isinstance(broker, CeleryBroker):

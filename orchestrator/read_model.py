@@ -6,7 +6,7 @@ body, the runs of its pipeline's roles, what its model calls spent by role,
 and whether the caller may read at all. Its adapter is
 `orchestrator.sqlite_reads.SqliteReads` (standard-library SQLite, for
 a CLI that starts fast); every other database, and every other entry point,
-reads through the store's SQLModel path (`orchestrator.services.status` and
+reads through the store's SQLModel path (`orchestrator.reads.Reads.status` and
 `show`). Both paths fill the one set of shapes in `orchestrator.read_shapes`.
 
 The reads here answer only what they are sure of. Anything else — an
@@ -79,7 +79,7 @@ def status(
     reminder: float | None,
     now: datetime,
 ) -> dict[str, Any]:
-    """As `services.status`: one saga, or a page of sagas."""
+    """As `Reads.status`: one saga, or a page of sagas."""
     if saga_id is None:
         size = read_shapes.check_limit(limit)
         since = read_shapes.waiting_since(now, reminder) if waiting else None

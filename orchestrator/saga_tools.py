@@ -3,10 +3,8 @@ and `pipelines.list` / `pipelines.show` (what a submit may run, `orchestrator.pi
 
 They are ordinary `ToolSpec`s in the one registry, so every call takes the
 harness path (parse, validate, policy, ledger, events) like any other tool.
-The executors are thin: they call `orchestrator.services`, which needs the
-assembled `App`. The registry is built before the `App` exists, so the specs
-take an `app_provider` (``lambda: app`` in `bootstrap.build_app`), called only
-when a tool runs.
+The executors are thin: they call the `Submissions` and `Reads` use cases,
+which `bootstrap.build_app` builds before the registry and hands in.
 
 Why `saga.submit`'s business key is what it is
 ----------------------------------------------
@@ -32,18 +30,19 @@ repeats itself) gets the first saga back (`replayed`) instead of a second one.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from orchestrator import pipeline_catalog, services
-from orchestrator.app import App
+from orchestrator import pipeline_catalog
+from orchestrator.core.config import Settings
 from orchestrator.harness.declare import read_only, reversible_write
 from orchestrator.harness.digests import canonical_json, sha256_hex
 from orchestrator.harness.principals import current_principal
 from orchestrator.harness.spec import ToolContext, ToolSpec
 from orchestrator.pipeline_files import DEFAULT as DEFAULT_PIPELINE
+from orchestrator.reads import Reads
+from orchestrator.submission import MAX_BRIEF, Submissions
 
 SagaId = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")]
 
@@ -53,7 +52,7 @@ class SubmitArgs(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    brief: str = Field(min_length=1, max_length=services.MAX_BRIEF, description="what the document covers")
+    brief: str = Field(min_length=1, max_length=MAX_BRIEF, description="what the document covers")
     corpus: str = Field(
         min_length=1, max_length=1024, description="a folder of .md/.txt sources on the Pressroom host"
     )
@@ -171,14 +170,15 @@ def submit_key(args: SubmitArgs) -> str:
 
 
 class SagaTools:
-    """Builds the saga tools' specs over a late-bound `App`."""
+    """Builds the saga tools' specs over the use cases they call."""
 
-    def __init__(self, app_provider: Callable[[], App]) -> None:
-        self._app = app_provider
+    def __init__(self, submissions: Submissions, reads: Reads, settings: Settings) -> None:
+        self._submissions = submissions
+        self._reads = reads
+        self._settings = settings
 
     def submit(self, ctx: ToolContext, args: SubmitArgs) -> SagaStatus:
-        out = services.submit(
-            self._app(),
+        out = self._submissions.submit(
             brief=args.brief,
             corpus=args.corpus,
             destinations=list(args.destinations),
@@ -188,16 +188,16 @@ class SagaTools:
         return SagaStatus.model_validate(out)
 
     def status(self, ctx: ToolContext, args: StatusArgs) -> SagaStatus:
-        return SagaStatus.model_validate(services.status(self._app(), args.saga_id))
+        return SagaStatus.model_validate(self._reads.status(args.saga_id))
 
     def show(self, ctx: ToolContext, args: ShowArgs) -> VersionView:
-        return VersionView.model_validate(services.show(self._app(), args.saga_id, args.version))
+        return VersionView.model_validate(self._reads.show(args.saga_id, args.version))
 
     def pipelines_list(self, ctx: ToolContext, args: PipelinesListArgs) -> PipelineListing:
-        return PipelineListing.model_validate(pipeline_catalog.listing(self._app().settings))
+        return PipelineListing.model_validate(pipeline_catalog.listing(self._settings))
 
     def pipelines_show(self, ctx: ToolContext, args: PipelineShowArgs) -> PipelineView:
-        return PipelineView.model_validate(pipeline_catalog.detail(self._app().settings, args.name))
+        return PipelineView.model_validate(pipeline_catalog.detail(self._settings, args.name))
 
     def specs(self) -> list[ToolSpec]:
         return [
@@ -245,8 +245,8 @@ class SagaTools:
         ]
 
 
-def saga_tools(app_provider: Callable[[], App]) -> list[ToolSpec]:
-    return SagaTools(app_provider).specs()
+def saga_tools(submissions: Submissions, reads: Reads, settings: Settings) -> list[ToolSpec]:
+    return SagaTools(submissions, reads, settings).specs()
 
 
 __all__ = [

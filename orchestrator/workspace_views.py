@@ -5,7 +5,7 @@
   (saga id prefix, or words in the brief or the head version's title), and
   with `waiting_for` a principal: only sagas in ready-for-review that this
   principal may approve (not its submitter, not an author of a version:
-  the same rule `services.approve` applies). Cursors are `paging`'s.
+  the same rule `Reviews.approve` applies). Cursors are `paging`'s.
 - `versions(...)`: every version's number, author, verdict, digest and time.
 - `citation_sources(...)`: each cited source re-read from the saga's corpus,
   with the quote's surrounding lines (`source_context`) and whether the file

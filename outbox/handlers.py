@@ -9,12 +9,15 @@ Handlers get what they use from the composition root; nothing here knows it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from orchestrator.store.db import UnitOfWork
 from outbox.messages import ArtifactRef, Handoff
 
 Finalizer = Callable[[UnitOfWork], None]
+# A unit-of-work factory: each call opens one unit of work (`store.db.unit_of_work`).
+Transact = Callable[[], AbstractContextManager[UnitOfWork]]
 # A handler gets the handoff and the lease holder (the message id).
 Handler = Callable[[Handoff, str], Finalizer]
 
@@ -43,4 +46,4 @@ class Dispatch(Protocol):
     ) -> Any: ...
 
 
-__all__ = ["Dispatch", "Finalizer", "Handler", "noop"]
+__all__ = ["Dispatch", "Finalizer", "Handler", "Transact", "noop"]

@@ -29,7 +29,7 @@ class Handoff(BaseModel):
     note: str | None = Field(default=None, max_length=500)
     # The pipeline role this work is for (None: the kind's own name, as in messages
     # sent before pipelines), and whether its planner calls a model: such work never
-    # runs inside an open transaction (`App.folds_lease`).
+    # runs inside an open transaction (`Consumer.folds_lease`).
     role: str | None = Field(default=None, max_length=40)
     uses_model: bool = False
 

@@ -1,4 +1,4 @@
-"""The `pressroom` command: thin commands over `orchestrator.services`.
+"""The `pressroom` command: thin commands over the use cases `build_app` assembles.
 
 `main(argv) -> int`; exceptions become exit codes in one place
 (`errors.exit_code_for`): 0 ok, 2 bad input, 3 not found, 4 refused,
@@ -24,21 +24,19 @@ from orchestrator.entrypoints.lazy import lazy_module
 from orchestrator.entrypoints.outcome import check as check_outcome
 
 if TYPE_CHECKING:
-    from orchestrator import services
-    from orchestrator.app import App
     from orchestrator.entrypoints import fast_reads, render
+    from orchestrator.pressroom import Pressroom
 else:
     # Loaded on first use: `--help` needs neither the database nor the tracing stack.
-    services = lazy_module("orchestrator.services")
     render = lazy_module("orchestrator.entrypoints.render")
     fast_reads = lazy_module("orchestrator.entrypoints.fast_reads")
 
 
 class Ctx:
     def __init__(self) -> None:
-        self._app: App | None = None
+        self._app: Pressroom | None = None
 
-    def app(self, service: str = "pressroom-cli") -> App:
+    def app(self, service: str = "pressroom-cli") -> Pressroom:
         if self._app is None:
             from orchestrator.bootstrap import build_app
             from orchestrator.core.config import Settings
@@ -99,8 +97,7 @@ def submit(
 ) -> None:
     """Start a saga: its pipeline's roles research, write and review a brief."""
     who = caller(ctx, actor, default="submitter")
-    out = services.submit(
-        ctx.app(),
+    out = ctx.app().submissions.submit(
         brief=brief,
         corpus=corpus,
         destinations=list(dests),
@@ -128,7 +125,7 @@ def status(
     out = fast_reads.status(saga_id, limit=limit, after=after, waiting=waiting)
     if out is None:  # not a plain SQLite read: the store's full path
         reader(ctx)
-        out = services.status(ctx.app(), saga_id, limit=limit, after=after, waiting=waiting)
+        out = ctx.app().reads.status(saga_id, limit=limit, after=after, waiting=waiting)
     emit(out, as_json, render.status if saga_id else render.saga_list)
 
 
@@ -142,7 +139,7 @@ def show(ctx: Ctx, saga_id: str, number: int | None, as_json: bool) -> None:
     out = fast_reads.show(saga_id, number)
     if out is None:  # not a plain SQLite read: the store's full path
         reader(ctx)
-        out = services.show(ctx.app(), saga_id, number)
+        out = ctx.app().reads.show(saga_id, number)
     emit(out, as_json, render.version)
 
 
@@ -154,7 +151,7 @@ def show(ctx: Ctx, saga_id: str, number: int | None, as_json: bool) -> None:
 def diff(ctx: Ctx, saga_id: str, n: int, m: int) -> None:
     """Unified diff between versions N and M."""
     reader(ctx)
-    text = services.diff(ctx.app(), saga_id, n, m)
+    text = ctx.app().reads.diff(saga_id, n, m)
     click.echo(text or f"versions {n} and {m} are identical\n", nl=False)
 
 
@@ -172,7 +169,7 @@ def approve(
 ) -> None:
     """Approve one exact version for the saga's destinations, once."""
     who = caller(ctx, actor)
-    out = services.approve(ctx.app(), saga_id, version=number, actor=who, expires_in=expires_in)
+    out = ctx.app().reviews.approve(saga_id, version=number, actor=who, expires_in=expires_in)
     emit(out, as_json, render.approval)
     check_outcome(out, approved=True)
 
@@ -186,7 +183,7 @@ def approve(
 def reject(ctx: Ctx, saga_id: str, actor: str | None, reason: str, as_json: bool) -> None:
     """Send the saga back to the writer with your reason."""
     who = caller(ctx, actor)
-    out = services.reject(ctx.app(), saga_id, actor=who, reason=reason)
+    out = ctx.app().reviews.reject(saga_id, actor=who, reason=reason)
     emit(out, as_json, render.status)
     check_outcome(out)
 
@@ -200,7 +197,7 @@ def reject(ctx: Ctx, saga_id: str, actor: str | None, reason: str, as_json: bool
 def edit(ctx: Ctx, saga_id: str, path: str, actor: str | None, as_json: bool) -> None:
     """Make a new version from a file; earlier approvals are void."""
     who = caller(ctx, actor)
-    out = services.edit(ctx.app(), saga_id, path=path, actor=who)
+    out = ctx.app().reviews.edit(saga_id, path=path, actor=who)
     emit(out, as_json, render.status)
     check_outcome(out)
 
@@ -213,7 +210,7 @@ def edit(ctx: Ctx, saga_id: str, path: str, actor: str | None, as_json: bool) ->
 def cancel(ctx: Ctx, saga_id: str, actor: str | None, as_json: bool) -> None:
     """Cancel a saga, compensating anything it published."""
     who = caller(ctx, actor)
-    out = services.cancel(ctx.app(), saga_id, actor=who)
+    out = ctx.app().reviews.cancel(saga_id, actor=who)
     emit(out, as_json, render.status)
     check_outcome(out)
 
@@ -231,8 +228,8 @@ def reconcile(
 ) -> None:
     """Settle an uncertain step: the effect is confirmed, or absent."""
     who = caller(ctx, actor)
-    out = services.reconcile(
-        ctx.app(), saga_id, destination=destination, outcome=outcome, actor=who, reason=reason
+    out = ctx.app().reviews.reconcile(
+        saga_id, destination=destination, outcome=outcome, actor=who, reason=reason
     )
     emit(out, as_json, render.status)
     check_outcome(out)
@@ -245,7 +242,7 @@ def reconcile(
 def history(ctx: Ctx, saga_id: str, as_json: bool) -> None:
     """Every event of a saga, with its phase times."""
     reader(ctx)
-    emit(services.history(ctx.app(), saga_id), as_json, render.history)
+    emit(ctx.app().reads.history(saga_id), as_json, render.history)
 
 
 @cli.command()
@@ -255,7 +252,7 @@ def history(ctx: Ctx, saga_id: str, as_json: bool) -> None:
 def trace(ctx: Ctx, saga_id: str, span_file: str | None) -> None:
     """A waterfall of each action's proposal, authorization, send and ack."""
     reader(ctx)
-    render.trace(services.history(ctx.app(), saga_id), span_file)
+    render.trace(ctx.app().reads.history(saga_id), span_file)
 
 
 from orchestrator.entrypoints import processes  # noqa: E402  (registers worker, relay, serve, mcp, demo, …)

@@ -22,12 +22,11 @@ from rich.markdown import Markdown
 from rich.markup import escape
 from rich.table import Table
 
-from orchestrator import services
-from orchestrator.app import App
 from orchestrator.bootstrap import build_app
 from orchestrator.core.config import Settings, environ_snapshot
 from orchestrator.core.errors import PressroomError
 from orchestrator.entrypoints.render import plural
+from orchestrator.pressroom import Pressroom
 from outbox.broker import InlineBroker
 
 SAMPLE_CORPUS = Path(__file__).resolve().parents[2] / "roles" / "sample_corpus"
@@ -38,7 +37,7 @@ console = Console(highlight=False)
 console.soft_wrap = not console.is_terminal  # piped: command lines stay whole, never wrapped
 
 
-def _workers(app: App, stop: threading.Event, count: int = 4) -> list[threading.Thread]:
+def _workers(app: Pressroom, stop: threading.Event, count: int = 4) -> list[threading.Thread]:
     assert isinstance(app.broker, InlineBroker)
     inbox = app.broker.queue
 
@@ -49,12 +48,11 @@ def _workers(app: App, stop: threading.Event, count: int = 4) -> list[threading.
             except queue.Empty:
                 continue
             try:
-                app.handle(envelope)
+                app.consumer.handle(envelope)
             except Exception as exc:  # the lease brings the work back
                 console.print(f"[red]work failed[/red] {envelope.task}: {exc}", markup=True)
 
     def relay() -> None:
-        assert app.relay is not None
         app.relay.run_forever(stop)
 
     threads = [threading.Thread(target=work, name=f"worker-{i}", daemon=True) for i in range(count)]
@@ -64,18 +62,20 @@ def _workers(app: App, stop: threading.Event, count: int = 4) -> list[threading.
     return threads
 
 
-def _follow(app: App, saga_id: str, until: set[str], seen: set[str], timeout: float = 120) -> dict[str, Any]:
+def _follow(
+    app: Pressroom, saga_id: str, until: set[str], seen: set[str], timeout: float = 120
+) -> dict[str, Any]:
     """Print the saga's new events until its state is in `until`."""
     deadline = time.monotonic() + timeout
     while True:
-        for event in services.history(app, saga_id)["events"]:
+        for event in app.reads.history(saga_id)["events"]:
             if event["event_id"] in seen:
                 continue
             seen.add(event["event_id"])
             line = _describe(event)
             if line:
                 console.print(line, markup=False)
-        status = services.status(app, saga_id)
+        status = app.reads.status(saga_id)
         if status["state"] in until or time.monotonic() > deadline:
             return status
         time.sleep(0.1)
@@ -93,8 +93,8 @@ def _describe(event: dict[str, Any]) -> str | None:
     return None
 
 
-def _show(app: App, saga_id: str) -> dict[str, Any]:
-    version = services.show(app, saga_id)
+def _show(app: Pressroom, saga_id: str) -> dict[str, Any]:
+    version = app.reads.show(saga_id)
     console.rule(f"v{version['version']} · {version['title']}")
     console.print(f"digest  {version['version_digest']}  by {escape(str(version['author']))}")
     # The approver reads what they approve: the document itself, then its evidence and review.
@@ -137,14 +137,13 @@ def run_demo(*, workdir: str, approve_as: str | None, brief: str | None) -> int:
         relay_poll=0.2,
     )
     app = build_app(settings)
-    app.auto_drain = False
+    app.consumer.auto_drain = False
     stop = threading.Event()
     _workers(app, stop)
     site = work / "site"
     try:
         console.print(f"[bold]Pressroom demo[/bold] in {work}")
-        status = services.submit(
-            app,
+        status = app.submissions.submit(
             brief=brief or DEFAULT_BRIEF,
             corpus=str(SAMPLE_CORPUS),
             destinations=[f"site:{site}"],
@@ -166,7 +165,7 @@ def run_demo(*, workdir: str, approve_as: str | None, brief: str | None) -> int:
                 markup=False,
             )
             return 0
-        approval = services.approve(app, saga_id, version=version["version"], actor=name)
+        approval = app.reviews.approve(saga_id, version=version["version"], actor=name)
         console.print(
             f"approved by {name}; approval {approval['approval_id']} expires {approval['expires_at']}"
         )

@@ -8,7 +8,7 @@ whenever the quick path is not sure — settings only `Settings()` can judge,
 a database that is missing, unreachable at once or not at the head
 migration (the full path retries, upgrades or says why), telemetry asked for, closed mode without a valid
 token, a saga or version not found, bad flags, any SQLite error — and the
-command then runs as before (`reader` + `services`), producing the answer
+command then runs as before (`reader` + the `Reads` use case), producing the answer
 or the error DESIGN.md defines. Both paths only read, so asking the second
 after the first gave up changes nothing.
 """

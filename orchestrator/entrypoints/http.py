@@ -1,4 +1,4 @@
-"""`pressroom serve`: the JSON API and the reviewers' web pages, over `orchestrator.services`.
+"""`pressroom serve`: the JSON API and the reviewers' web pages, over the use cases `build_app` assembles.
 
 The API mirrors the CLI contract (DESIGN.md): each route returns the dict the
 matching service returns, unchanged.
@@ -63,8 +63,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from orchestrator import pipeline_catalog, services
-from orchestrator.app import App
+from orchestrator import pipeline_catalog
 from orchestrator.core.errors import PressroomError
 from orchestrator.entrypoints import pages
 from orchestrator.entrypoints.http_bodies import (
@@ -83,6 +82,7 @@ from orchestrator.entrypoints.web import WebPages
 from orchestrator.entrypoints.web_auth import WebAuth
 from orchestrator.harness.principals import Principal
 from orchestrator.people import mode, resolve
+from orchestrator.pressroom import Pressroom
 from orchestrator.store.outage import unreachable
 
 log = logging.getLogger(__name__)
@@ -98,9 +98,9 @@ _HTTP_KINDS = {
 
 
 class Api:
-    """The JSON routes over one `App`."""
+    """The JSON routes over one `Pressroom`."""
 
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: Pressroom) -> None:
         self.app = app
 
     async def caller(self, request: Request, claimed: str | None, default: str | None = None) -> Principal:
@@ -148,7 +148,7 @@ class Api:
         waiting = q.get("waiting", "").lower() in ("1", "true", "yes")
 
         def call() -> dict[str, Any]:
-            return services.status(self.app, limit=limit, after=q.get("after") or None, waiting=waiting)
+            return self.app.reads.status(limit=limit, after=q.get("after") or None, waiting=waiting)
 
         return JSONResponse(await run_in_threadpool(call))
 
@@ -165,25 +165,21 @@ class Api:
 
     async def status(self, request: Request) -> Response:
         await self.reader(request)
-        return JSONResponse(
-            await run_in_threadpool(services.status, self.app, request.path_params["saga_id"])
-        )
+        return JSONResponse(await run_in_threadpool(self.app.reads.status, request.path_params["saga_id"]))
 
     async def show(self, request: Request) -> Response:
         await self.reader(request)
         p = request.path_params
-        return JSONResponse(await run_in_threadpool(services.show, self.app, p["saga_id"], p["number"]))
+        return JSONResponse(await run_in_threadpool(self.app.reads.show, p["saga_id"], p["number"]))
 
     async def history(self, request: Request) -> Response:
         await self.reader(request)
-        return JSONResponse(
-            await run_in_threadpool(services.history, self.app, request.path_params["saga_id"])
-        )
+        return JSONResponse(await run_in_threadpool(self.app.reads.history, request.path_params["saga_id"]))
 
     async def diff(self, request: Request) -> Response:
         await self.reader(request)
         p = request.path_params
-        text = await run_in_threadpool(services.diff, self.app, p["saga_id"], p["a"], p["b"])
+        text = await run_in_threadpool(self.app.reads.diff, p["saga_id"], p["a"], p["b"])
         return PlainTextResponse(text)
 
     async def submit(self, request: Request) -> Response:
@@ -192,8 +188,7 @@ class Api:
         who = await self.caller(request, body.actor, default="submitter")
 
         def call() -> dict[str, Any]:
-            return services.submit(
-                self.app,
+            return self.app.submissions.submit(
                 brief=body.brief,
                 corpus=body.corpus,
                 destinations=body.destinations,
@@ -212,8 +207,8 @@ class Api:
         saga_id = request.path_params["saga_id"]
 
         def call() -> dict[str, Any]:
-            return services.approve(
-                self.app, saga_id, version=body.version, actor=who, expires_in=body.expires_in
+            return self.app.reviews.approve(
+                saga_id, version=body.version, actor=who, expires_in=body.expires_in
             )
 
         return JSONResponse(await run_in_threadpool(call))
@@ -224,7 +219,7 @@ class Api:
         saga_id = request.path_params["saga_id"]
 
         def call() -> dict[str, Any]:
-            return services.reject(self.app, saga_id, actor=who, reason=body.reason)
+            return self.app.reviews.reject(saga_id, actor=who, reason=body.reason)
 
         return JSONResponse(await run_in_threadpool(call))
 
@@ -234,7 +229,7 @@ class Api:
         saga_id = request.path_params["saga_id"]
 
         def call() -> dict[str, Any]:
-            return services.cancel(self.app, saga_id, actor=who)
+            return self.app.reviews.cancel(saga_id, actor=who)
 
         return JSONResponse(await run_in_threadpool(call))
 
@@ -244,7 +239,7 @@ class Api:
         saga_id = request.path_params["saga_id"]
 
         def call() -> dict[str, Any]:
-            return services.retry(self.app, saga_id, actor=who)
+            return self.app.reviews.retry(saga_id, actor=who)
 
         return JSONResponse(await run_in_threadpool(call))
 
@@ -254,7 +249,7 @@ class Api:
         saga_id = request.path_params["saga_id"]
 
         def call() -> dict[str, Any]:
-            return services.fork(self.app, saga_id, version=body.version, actor=who)
+            return self.app.reviews.fork(saga_id, version=body.version, actor=who)
 
         return JSONResponse(await run_in_threadpool(call), status_code=201)
 
@@ -264,8 +259,7 @@ class Api:
         saga_id = request.path_params["saga_id"]
 
         def call() -> dict[str, Any]:
-            return services.reconcile(
-                self.app,
+            return self.app.reviews.reconcile(
                 saga_id,
                 destination=body.destination,
                 outcome=body.outcome,
@@ -310,7 +304,7 @@ async def _on_http_error(request: Request, exc: Exception) -> Response:
 
 
 def create_app(
-    app: App, *, allowed_hosts: Iterable[str] | None = None, form_token: str | None = None
+    app: Pressroom, *, allowed_hosts: Iterable[str] | None = None, form_token: str | None = None
 ) -> Starlette:
     """The ASGI application: API and pages over `app`.
 

@@ -33,9 +33,8 @@ def register(cli: click.Group, pass_ctx: Any, emit: Any) -> None:
     @pass_ctx  # type: ignore[untyped-decorator]
     def index(ctx: Any, corpus_dir: str, as_json: bool) -> None:
         """Build or refresh the corpus index: files added / changed / removed."""
-        from orchestrator import services  # here, so that `--help` loads no database stack
 
-        emit(services.index_corpus(ctx.app(), corpus_dir), as_json, _human)
+        emit(ctx.app().submissions.index_corpus(corpus_dir), as_json, _human)
 
 
 __all__ = ["register"]

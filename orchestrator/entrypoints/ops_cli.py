@@ -70,11 +70,10 @@ def register(cli: click.Group, pass_ctx: Any) -> None:
     @pass_ctx  # type: ignore[untyped-decorator]
     def prune(ctx: Any, older_than: str, dry_run: bool, actor: str | None, as_json: bool) -> None:
         """Remove finished sagas' events, checkpoints, ledger, inbox, outbox and work rows."""
-        from orchestrator import operations
         from orchestrator.entrypoints.cli_people import caller
 
         who = caller(ctx, actor, default="operator")
-        out = operations.prune(ctx.app(), older_than=older_than, dry_run=dry_run, actor=who)
+        out = ctx.app().operations.prune(older_than=older_than, dry_run=dry_run, actor=who)
         verb = "would remove" if dry_run else "removed"
         rows = ", ".join(f"{n} {table}" for table, n in out["rows"].items())
         _emit(out, as_json, f"{verb} {out['total']} rows of {out['sagas']} finished sagas: {rows}")
@@ -86,12 +85,11 @@ def register(cli: click.Group, pass_ctx: Any) -> None:
     @pass_ctx  # type: ignore[untyped-decorator]
     def retry(ctx: Any, saga_id: str, actor: str | None, as_json: bool) -> None:
         """Run a failed saga again from its last good point (same keys), or a failed undo again."""
-        from orchestrator import services
         from orchestrator.entrypoints import render
         from orchestrator.entrypoints.cli_people import caller
         from orchestrator.entrypoints.outcome import check
 
-        out = services.retry(ctx.app(), saga_id, actor=caller(ctx, actor))
+        out = ctx.app().reviews.retry(saga_id, actor=caller(ctx, actor))
         _emit_status(out, as_json, render.status)
         check(out)
 
@@ -105,11 +103,10 @@ def register(cli: click.Group, pass_ctx: Any) -> None:
     @pass_ctx  # type: ignore[untyped-decorator]
     def fork(ctx: Any, saga_id: str, version: int, actor: str | None, as_json: bool) -> None:
         """Start a new saga at ready-for-review holding one version's bytes."""
-        from orchestrator import services
         from orchestrator.entrypoints import render
         from orchestrator.entrypoints.cli_people import caller
 
-        out = services.fork(ctx.app(), saga_id, version=version, actor=caller(ctx, actor))
+        out = ctx.app().reviews.fork(saga_id, version=version, actor=caller(ctx, actor))
         origin = out["forked_from"]
         if not as_json:
             click.echo(f"forked {origin['saga_id']} version {origin['version']} into {out['saga_id']}")
@@ -126,11 +123,10 @@ def register(cli: click.Group, pass_ctx: Any) -> None:
         ctx: Any, saga_id: str, destination: str, reason: str, actor: str | None, as_json: bool
     ) -> None:
         """Take one destination's page of a succeeded saga down (its publish undone)."""
-        from orchestrator import operations
         from orchestrator.entrypoints.cli_people import caller
 
-        out = operations.takedown(
-            ctx.app(), saga_id, destination=destination, reason=reason, actor=caller(ctx, actor)
+        out = ctx.app().operations.takedown(
+            saga_id, destination=destination, reason=reason, actor=caller(ctx, actor)
         )
         _emit(out, as_json, f"took down {destination} of saga {out['saga_id']}: step compensated")
 
@@ -141,10 +137,9 @@ def register(cli: click.Group, pass_ctx: Any) -> None:
         """Messages set aside (unparseable, or failed for good), newest first."""
         if click.get_current_context().invoked_subcommand is not None:
             return
-        from orchestrator import operations
         from orchestrator.entrypoints.cli_people import caller
 
-        out = operations.list_dead_letters(ctx.app(), caller(ctx, None, default="operator"))
+        out = ctx.app().operations.list_dead_letters(caller(ctx, None, default="operator"))
         lines = [
             f"{d['id']}  {d['created_at']}  {d['task'] or '-'}  saga {d['saga_id'] or '-'}"
             f"{'  requeued' if d['requeued_at'] else ''}  {d['reason']}"
@@ -159,11 +154,10 @@ def register(cli: click.Group, pass_ctx: Any) -> None:
     @pass_ctx  # type: ignore[untyped-decorator]
     def requeue(ctx: Any, dead_id: str, actor: str | None, as_json: bool) -> None:
         """Send a dead letter again through the outbox."""
-        from orchestrator import operations
         from orchestrator.entrypoints.cli_people import caller
 
         who = caller(ctx, actor, default="operator")
-        out = operations.requeue_dead_letter(ctx.app(), dead_id, actor=who)
+        out = ctx.app().operations.requeue_dead_letter(dead_id, actor=who)
         _emit(out, as_json, f"requeued {out['id']} as message {out['requeued_as']}")
 
 

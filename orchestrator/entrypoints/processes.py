@@ -154,13 +154,11 @@ def register(cli: click.Group, pass_ctx: Any) -> None:
     def relay(ctx: Any, once: bool) -> None:
         """The outbox relay: unsent rows to the broker, and lease recovery."""
         from orchestrator.observability import count_sagas_by_state
-        from orchestrator.operations import count_overdue_reviews
         from telemetry.metrics import set_overdue_reviews_counter, set_saga_state_counter
 
         app = ctx.app("pressroom-relay")
-        assert app.relay is not None
         set_saga_state_counter(count_sagas_by_state(app.engine))
-        set_overdue_reviews_counter(count_overdue_reviews(app))
+        set_overdue_reviews_counter(app.operations.count_overdue_reviews())
         if once:
             sent = app.relay.run_once()
             recovered = app.relay.sweep()

@@ -1,4 +1,4 @@
-"""The reviewers' web pages: read through `orchestrator.services`, render with `pages`.
+"""The reviewers' web pages: read through the use cases, render with `pages`.
 
 Routes: `GET /sagas/{id}` (the reviewer's workspace: status, destinations,
 the head version's body with each `[n]` marker opening its quote in the
@@ -17,9 +17,9 @@ shows the page again with the error and the status of the error table
 
 The approve form carries the number of the version rendered above it as a
 hidden field, so approving binds the version the reviewer read:
-`services.approve` refuses any other one (`StaleVersion`).
+`Reviews.approve` refuses any other one (`StaleVersion`).
 When that version's automated review has findings, the form has one `ack`
-checkbox per finding (`findings.finding_id`); `services.approve` refuses the
+checkbox per finding (`findings.finding_id`); `Reviews.approve` refuses the
 approval (400) unless every finding is ticked, and records them.
 
 Who acts (see `web_auth`): in open mode (no user exists) the name typed in
@@ -50,8 +50,6 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from orchestrator import services
-from orchestrator.app import App
 from orchestrator.core.errors import InvalidInput, NotAuthenticated, NotFound, PressroomError
 from orchestrator.entrypoints import pages, web_live, web_rules, workspace
 from orchestrator.entrypoints.http_support import media_type, read_body, status_for, whole_number
@@ -62,6 +60,7 @@ from orchestrator.entrypoints.web_ops_page import OpsPage
 from orchestrator.entrypoints.web_rules import problem
 from orchestrator.entrypoints.web_workspace import WorkspaceRoutes
 from orchestrator.harness.principals import Principal
+from orchestrator.pressroom import Pressroom
 
 MAX_FORM_BYTES = 64 * 1024
 MAX_EDIT_BYTES = 1024 * 1024  # an edit carries a whole document
@@ -87,16 +86,16 @@ _ECHOED_FIELDS = ("name", "expires_in", "reason", "markdown", "fork_version")
 SagaData = tuple[dict[str, Any], dict[str, Any] | None, dict[str, Any] | None]
 
 
-def load_saga(app: App, saga_id: str, number: int | None, with_history: bool) -> SagaData:
+def load_saga(app: Pressroom, saga_id: str, number: int | None, with_history: bool) -> SagaData:
     """Status, the version to show (head when `number` is None) and the history."""
-    status = services.status(app, saga_id)
+    status = app.reads.status(saga_id)
     sid = status["saga_id"]
     version = None
     if number is not None:
-        version = services.show(app, sid, number)
+        version = app.reads.show(sid, number)
     elif status.get("version"):
-        version = services.show(app, sid)
-    history = services.history(app, sid) if with_history else None
+        version = app.reads.show(sid)
+    history = app.reads.history(sid) if with_history else None
     return status, version, history
 
 
@@ -107,18 +106,18 @@ def _version_field(form: dict[str, str]) -> int:
     return whole_number(text, "the version")
 
 
-def _edit_text(app: App, saga_id: str, markdown: str, actor: Principal | str) -> dict[str, Any]:
-    """`services.edit` takes a file, as the CLI does: hand it the form's text in a private one."""
+def _edit_text(app: Pressroom, saga_id: str, markdown: str, actor: Principal | str) -> dict[str, Any]:
+    """`Reviews.edit` takes a file, as the CLI does: hand it the form's text in a private one."""
     with tempfile.TemporaryDirectory(prefix="pressroom-edit-") as folder:
         path = Path(folder) / "version.md"
         path.write_text(markdown, encoding="utf-8")
-        return services.edit(app, saga_id, path=str(path), actor=actor)
+        return app.reviews.edit(saga_id, path=str(path), actor=actor)
 
 
 class WebPages:
-    """The page routes over one `App`, with the sign-in that says who is visiting."""
+    """The page routes over one `Pressroom`, with the sign-in that says who is visiting."""
 
-    def __init__(self, app: App, auth: WebAuth) -> None:
+    def __init__(self, app: Pressroom, auth: WebAuth) -> None:
         self.app = app
         self.auth = auth
 
@@ -213,15 +212,14 @@ class WebPages:
         form: dict[str, str] = {}
         for key, value in pairs:
             form.setdefault(key, value)
-        # The findings the reviewer ticked as read: all of the version's must be (services.approve).
+        # The findings the reviewer ticked as read: all of the version's must be (`Reviews.approve`).
         ticked = [value for key, value in pairs if key == "ack"]
         try:
             actor = acting_as(visitor, form)
             version = _version_field(form)
             expires_in = (form.get("expires_in") or "").strip() or None
             out = await run_in_threadpool(
-                lambda: services.approve(
-                    self.app,
+                lambda: self.app.reviews.approve(
                     saga_id,
                     version=version,
                     actor=actor,
@@ -243,7 +241,7 @@ class WebPages:
             actor = acting_as(visitor, form)
             reason = form.get("reason", "")
             out = await run_in_threadpool(
-                lambda: services.reject(self.app, saga_id, actor=actor, reason=reason)
+                lambda: self.app.reviews.reject(saga_id, actor=actor, reason=reason)
             )
         except (NotFound, NotAuthenticated):
             raise

@@ -20,13 +20,12 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from orchestrator import comments
-from orchestrator.app import App
 from orchestrator.core.errors import InvalidInput, NotAuthenticated, NotFound, PressroomError
 from orchestrator.entrypoints import pages
 from orchestrator.entrypoints.http_support import whole_number
 from orchestrator.entrypoints.web_auth import Visitor, WebAuth
 from orchestrator.entrypoints.web_ops import Pages, acting_as
+from orchestrator.pressroom import Pressroom
 
 
 def _line_field(form: dict[str, str]) -> int:
@@ -37,7 +36,7 @@ def _line_field(form: dict[str, str]) -> int:
 
 
 class CommentRoutes:
-    def __init__(self, app: App, auth: WebAuth, web: Pages) -> None:
+    def __init__(self, app: Pressroom, auth: WebAuth, web: Pages) -> None:
         self.app = app
         self.auth = auth
         self.web = web
@@ -54,7 +53,7 @@ class CommentRoutes:
             line = _line_field(form)
             text = form.get("text", "")
             out = await run_in_threadpool(
-                lambda: comments.leave(self.app, saga_id, version=number, line=line, text=text, actor=actor)
+                lambda: self.app.comments.leave(saga_id, version=number, line=line, text=text, actor=actor)
             )
         except (NotFound, NotAuthenticated):
             raise

@@ -2,16 +2,16 @@
 
 Routes:
 
-    POST /sagas/{id}/cancel                    services.cancel
-    POST /sagas/{id}/retry                     services.retry
-    POST /sagas/{id}/fork       fork_version   services.fork
+    POST /sagas/{id}/cancel                    reviews.cancel
+    POST /sagas/{id}/retry                     reviews.retry
+    POST /sagas/{id}/fork       fork_version   reviews.fork
     GET  /sagas/{id}/reconcile                 each unsettled destination, what its status
                                                says now (asked through the tool path's
                                                read-only `publish.status`, as the visitor,
                                                each question an event naming them), and a
                                                form per destination
     POST /sagas/{id}/reconcile  dest, outcome, reason
-                                               services.reconcile, as the CLI's `reconcile`
+                                               reviews.reconcile, as the CLI's `reconcile`
     POST /sagas/{id}/takedown   dest, reason   operations.takedown, as the CLI's `takedown`
                                                (a form per published destination of a
                                                succeeded saga)
@@ -34,8 +34,6 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from orchestrator import operations, services
-from orchestrator.app import App
 from orchestrator.core.errors import InvalidInput, NotAuthenticated, NotFound, PressroomError
 from orchestrator.entrypoints import pages
 from orchestrator.entrypoints.http_support import status_for, whole_number
@@ -43,6 +41,7 @@ from orchestrator.entrypoints.web_auth import Visitor, WebAuth
 from orchestrator.entrypoints.web_rules import problem
 from orchestrator.harness.principals import Principal
 from orchestrator.people import check_claim
+from orchestrator.pressroom import Pressroom
 
 # Who asks the destinations' status from the reconcile page in open mode (no one signs in).
 OPEN_MODE_VISITOR = "web visitor (open mode)"
@@ -75,7 +74,7 @@ def _done(saga_id: str, what: str) -> Response:
 
 
 class OperatorRoutes:
-    def __init__(self, app: App, auth: WebAuth, web: Pages) -> None:
+    def __init__(self, app: Pressroom, auth: WebAuth, web: Pages) -> None:
         self.app = app
         self.auth = auth
         self.web = web
@@ -117,14 +116,14 @@ class OperatorRoutes:
         sid = request.path_params["saga_id"]
         return await self._act(
             request,
-            lambda who, _: services.cancel(self.app, sid, actor=who),
+            lambda who, _: self.app.reviews.cancel(sid, actor=who),
             lambda out: "cancel-requested" if out.get("cancel") == "requested" else "cancelled",
         )
 
     async def retry(self, request: Request) -> Response:
         sid = request.path_params["saga_id"]
         return await self._act(
-            request, lambda who, _: services.retry(self.app, sid, actor=who), lambda _: "retried"
+            request, lambda who, _: self.app.reviews.retry(sid, actor=who), lambda _: "retried"
         )
 
     async def fork(self, request: Request) -> Response:
@@ -135,7 +134,7 @@ class OperatorRoutes:
             if not (version.isascii() and version.isdigit()):
                 raise InvalidInput("the version to fork is a number")
             number = whole_number(version, "the version to fork")
-            return services.fork(self.app, sid, version=number, actor=who)
+            return self.app.reviews.fork(sid, version=number, actor=who)
 
         return await self._act(request, use, lambda _: "forked")
 
@@ -146,8 +145,8 @@ class OperatorRoutes:
             destination = form.get("dest", "").strip()
             if not destination:
                 raise InvalidInput("the form names no destination; reload the page")
-            return operations.takedown(
-                self.app, sid, destination=destination, reason=form.get("reason", ""), actor=who
+            return self.app.operations.takedown(
+                sid, destination=destination, reason=form.get("reason", ""), actor=who
             )
 
         return await self._act(request, use, lambda _: "taken-down")
@@ -170,8 +169,8 @@ class OperatorRoutes:
         asker: Principal | str = OPEN_MODE_VISITOR if visitor.mode == "open" else WebAuth.acting(visitor)
 
         def load() -> tuple[dict[str, Any], dict[str, Any]]:
-            status = services.status(self.app, saga_id)
-            return status, operations.ask_unsettled(self.app, status["saga_id"], actor=asker)
+            status = self.app.reads.status(saga_id)
+            return status, self.app.operations.ask_unsettled(status["saga_id"], actor=asker)
 
         status, asked = await run_in_threadpool(load)
         body = pages.render(
@@ -197,8 +196,8 @@ class OperatorRoutes:
                 raise InvalidInput("the form names no destination; reload the page")
             outcome, reason = form.get("outcome", ""), form.get("reason", "")
             out = await run_in_threadpool(
-                lambda: services.reconcile(
-                    self.app, saga_id, destination=destination, outcome=outcome, actor=actor, reason=reason
+                lambda: self.app.reviews.reconcile(
+                    saga_id, destination=destination, outcome=outcome, actor=actor, reason=reason
                 )
             )
         except (NotFound, NotAuthenticated):

@@ -24,17 +24,17 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
 from orchestrator import ops_broker, ops_view
-from orchestrator.app import App
 from orchestrator.core.errors import NotPermitted
 from orchestrator.core.routing import QUEUES
 from orchestrator.entrypoints import pages
 from orchestrator.entrypoints.web_auth import WebAuth
 from orchestrator.entrypoints.web_ops import Pages
 from orchestrator.harness.principals import Role
+from orchestrator.pressroom import Pressroom
 
 
 class OpsPage:
-    def __init__(self, app: App, auth: WebAuth, web: Pages) -> None:
+    def __init__(self, app: Pressroom, auth: WebAuth, web: Pages) -> None:
         self.app = app
         self.auth = auth
         self.web = web

@@ -25,13 +25,12 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
-from orchestrator import services
-from orchestrator.app import App
 from orchestrator.core.errors import InvalidInput
 from orchestrator.entrypoints import pages, web_live, workspace
 from orchestrator.entrypoints.http_support import whole_number
 from orchestrator.entrypoints.web_auth import Visitor, WebAuth
 from orchestrator.harness.principals import Permission
+from orchestrator.pressroom import Pressroom
 
 Reader = Callable[[Request], Awaitable[tuple[Visitor, Response | None]]]
 
@@ -49,7 +48,7 @@ def _reviews(visitor: Visitor) -> bool:
 
 
 class WorkspaceRoutes:
-    def __init__(self, app: App, auth: WebAuth, reader: Reader) -> None:
+    def __init__(self, app: Pressroom, auth: WebAuth, reader: Reader) -> None:
         self.app = app
         self.auth = auth
         self.reader = reader
@@ -117,7 +116,7 @@ class WorkspaceRoutes:
         if away:
             return web_live.not_signed_in()
         saga_id = request.path_params["saga_id"]
-        status = await run_in_threadpool(services.status, self.app, saga_id)
+        status = await run_in_threadpool(self.app.reads.status, saga_id)
         sid = status["saga_id"]
         since = request.headers.get("last-event-id") or request.query_params.get("since") or ""
 

@@ -19,12 +19,12 @@ from typing import Any
 
 from sqlmodel import Session
 
-from orchestrator import services, word_diff, workspace_views
-from orchestrator.app import App
+from orchestrator import word_diff, workspace_views
 from orchestrator.core.errors import InvalidInput
 from orchestrator.entrypoints.document import render_document
 from orchestrator.entrypoints.web_actions import trace_id_of
 from orchestrator.harness.principals import Principal
+from orchestrator.pressroom import Pressroom
 from orchestrator.store.comments import comments_on
 from orchestrator.store.tables import SagaRow
 from orchestrator.timeline import layout
@@ -39,26 +39,26 @@ def fingerprint_token(parts: tuple[Any, ...]) -> str:
     return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:16]
 
 
-def current_fingerprint(app: App, saga_id: str) -> str:
+def current_fingerprint(app: Pressroom, saga_id: str) -> str:
     with Session(app.engine) as s:
         return fingerprint_token(workspace_views.fingerprint(s, saga_id))
 
 
 def load_workspace(
-    app: App, saga_id: str, number: int | None = None, *, with_history: bool = True
+    app: Pressroom, saga_id: str, number: int | None = None, *, with_history: bool = True
 ) -> dict[str, Any]:
     """Status, the version shown (head when `number` is None), history and the workspace extras."""
-    status = services.status(app, saga_id)
+    status = app.reads.status(saga_id)
     sid = status["saga_id"]
     version = None
     if number is not None:
-        version = services.show(app, sid, number)
+        version = app.reads.show(sid, number)
     elif status.get("version"):
-        version = services.show(app, sid)
-    history = services.history(app, sid) if with_history else None
+        version = app.reads.show(sid)
+    history = app.reads.history(sid) if with_history else None
     with Session(app.engine) as s:
         saga = s.get(SagaRow, sid)
-        assert saga is not None  # services.status found it
+        assert saga is not None  # `Reads.status` found it
         versions = workspace_views.versions(s, sid)
         intervals = workspace_views.timeline(s, saga) if with_history else []
         token = fingerprint_token(workspace_views.fingerprint(s, sid))
@@ -85,7 +85,7 @@ def load_workspace(
 
 
 def load_queue(
-    app: App,
+    app: Pressroom,
     *,
     view: str,
     state: str | None,
@@ -111,11 +111,11 @@ def load_queue(
     return {**page, "waiting_count": len(waiting["sagas"]), "waiting_more": waiting["has_more"]}
 
 
-def load_diff(app: App, saga_id: str, a: int, b: int) -> dict[str, Any]:
+def load_diff(app: Pressroom, saga_id: str, a: int, b: int) -> dict[str, Any]:
     """Both versions, the side-by-side rows and their summary, and every version for the pickers."""
-    status = services.status(app, saga_id)
+    status = app.reads.status(saga_id)
     sid = status["saga_id"]
-    old, new = services.show(app, sid, a), services.show(app, sid, b)
+    old, new = app.reads.show(sid, a), app.reads.show(sid, b)
     rows = word_diff.side_by_side(old.get("markdown") or "", new.get("markdown") or "")
     with Session(app.engine) as s:
         records.find_saga(s, sid)

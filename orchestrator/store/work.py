@@ -7,7 +7,7 @@ change. A sweeper re-sends work whose lease ran out, up to a cap.
 
 On PostgreSQL the claim skips a work row another transaction holds locked:
 a consumer that takes the lease inside its final transaction (short work,
-see `App.handle`) holds the row lock while it works, and a duplicate copy
+see `Consumer.handle`) holds the row lock while it works, and a duplicate copy
 finds the lease held at once instead of waiting for that lock. Such a claim
 becomes visible only when that transaction commits (or when the handler
 defers or raises, which commits the lease). A consumer that dies inside it
@@ -119,7 +119,7 @@ def renew_lease(engine: Engine, work_id: str, holder: str, lease: float) -> bool
 def give_back(engine: Engine, work_id: str, holder: str, lease: float) -> bool:
     """Let go of work we hold, unfinished, without counting the attempt; False when not ours.
 
-    A parked delivery does this before it asks to be sent again (`App`): the new
+    A parked delivery does this before it asks to be sent again (`outbox.consumer.Consumer`): the new
     copy can claim the lease at once. Should nothing send it, the sweeper does
     once `lease` seconds have passed. Committed relaxed: a give-back a crash
     loses leaves the lease held until it runs out, as if it had never happened."""

@@ -196,9 +196,8 @@ def test_watch_a_saga_become_ready_then_approve_it(browser: Any, closed: Closed,
                 secret=env["PRESSROOM_SECRET"],
             )
         )
-        assert app.relay is not None
         app.relay.run_once()
-        app.drain()
+        app.consumer.drain()
 
         page.locator("#saga-head .badge:text-is('ready-for-review')").wait_for(timeout=30_000)
         assert page.evaluate("window.notReloaded") is True

@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from orchestrator.app import App
 from orchestrator.bootstrap import build_app
 from orchestrator.core.config import Settings
 from orchestrator.entrypoints.http import create_app
+from orchestrator.pressroom import Pressroom
 from tests.support.web import tags
 
 pytestmark = pytest.mark.e2e
@@ -33,7 +33,7 @@ BRIEF = "The history of the Millbrook library branches and the bookmobile"
 
 @dataclass
 class Env:
-    app: App
+    app: Pressroom
     client: TestClient
     site: Path
 

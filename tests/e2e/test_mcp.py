@@ -34,11 +34,11 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ConfigDict, Field
 
-from orchestrator.app import App
 from orchestrator.bootstrap import build_app
 from orchestrator.core.config import Settings
 from orchestrator.entrypoints.mcp_server import DEFAULT_CAPABILITIES, Identity, build_server, caller_for
 from orchestrator.harness.spec import Risk, ToolCall, ToolContext, ToolResult, ToolSpec
+from orchestrator.pressroom import Pressroom
 from orchestrator.store.db import dispose_all
 from orchestrator.toolpath.engine import Caller
 
@@ -107,7 +107,7 @@ class World:
             return conn.execute(sql, args).fetchall()
 
     @cached_property
-    def app(self) -> App:
+    def app(self) -> Pressroom:
         """The same database, in this process; no broker, so nothing it queues is delivered here."""
         return build_app(Settings(database_url=f"sqlite:///{self.db}", secret=SECRET, broker_url="none://"))
 

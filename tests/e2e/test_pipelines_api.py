@@ -18,12 +18,12 @@ import pytest
 from mcp import Client, types
 from starlette.testclient import TestClient
 
-from orchestrator.app import App
 from orchestrator.bootstrap import build_app
 from orchestrator.core.config import Settings
 from orchestrator.entrypoints.http import create_app
 from orchestrator.entrypoints.mcp_server import DEFAULT_CAPABILITIES, Identity, build_server
 from orchestrator.people import add_user
+from orchestrator.pressroom import Pressroom
 from orchestrator.store.db import dispose_all
 from tests.conftest import SAMPLE_CORPUS
 from tests.support.pipelines import BAD, write_pipelines
@@ -33,7 +33,7 @@ PAIR_ROLES = ["research", "draft", "fact-check", "style"]
 
 
 @pytest.fixture
-def app(tmp_path: Path) -> Iterator[App]:
+def app(tmp_path: Path) -> Iterator[Pressroom]:
     settings = Settings(
         database_url=f"sqlite:///{tmp_path}/db.sqlite",
         broker_url="inline://",
@@ -53,7 +53,7 @@ def _submit_body(tmp_path: Path, pipeline: str | None) -> dict[str, Any]:
     return {**body, "as": "sam", **({"pipeline": pipeline} if pipeline is not None else {})}
 
 
-def test_the_api_lists_shows_and_submits_pipelines(app: App, tmp_path: Path) -> None:
+def test_the_api_lists_shows_and_submits_pipelines(app: Pressroom, tmp_path: Path) -> None:
     folder = tmp_path / "pipelines"
     with TestClient(create_app(app)) as client:
         listed = client.get("/api/pipelines")
@@ -112,7 +112,7 @@ def _answer(result: types.CallToolResult) -> dict[str, Any]:
     return result.structured_content
 
 
-def test_mcp_tools_list_show_and_submit_with_a_pipeline(app: App, tmp_path: Path) -> None:
+def test_mcp_tools_list_show_and_submit_with_a_pipeline(app: Pressroom, tmp_path: Path) -> None:
     server = build_server(app.harness, lambda _ctx: Identity("editor", DEFAULT_CAPABILITIES))
     arguments = {k: v for k, v in _submit_body(tmp_path, "pair").items() if k != "as"}
 

@@ -19,11 +19,10 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 
-from orchestrator import services
-from orchestrator.app import App
 from orchestrator.bootstrap import build_app
 from orchestrator.core.config import Settings
 from orchestrator.entrypoints.http import create_app
+from orchestrator.pressroom import Pressroom
 from tests.conftest import SAMPLE_CORPUS, Cli
 from tests.support.web import form_token, people_and_a_saga, served, tags
 
@@ -32,7 +31,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(360)]
 
 @dataclass
 class Open:
-    app: App
+    app: Pressroom
     client: TestClient
     site: Path
 
@@ -121,7 +120,7 @@ def test_hostile_titles_names_and_sources_are_text_in_the_new_places(open_site: 
     shown = open_site.client.get(f"/api/sagas/{saga_id}/versions/1").json()
     edited = tmp_path / "v2.md"
     edited.write_text(f"# Bookmobile {hostile}\n\n" + shown["markdown"].split("\n", 1)[1], encoding="utf-8")
-    services.edit(open_site.app, saga_id, path=str(edited), actor=f"erin {hostile}")
+    open_site.app.reviews.edit(saga_id, path=str(edited), actor=f"erin {hostile}")
     for path in (
         "/",
         "/?view=waiting",

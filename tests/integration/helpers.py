@@ -8,15 +8,14 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
-from orchestrator import services
-from orchestrator.app import App
 from orchestrator.bootstrap import build_app
 from orchestrator.core.clock import SYSTEM_CLOCK, Clock
 from orchestrator.core.config import Settings
+from orchestrator.pressroom import Pressroom
 from tests.support.processes import wait_until
 
 
-def make_app(db_url: str, tmp_path: Path, *, clock: Clock = SYSTEM_CLOCK, **settings: Any) -> App:
+def make_app(db_url: str, tmp_path: Path, *, clock: Clock = SYSTEM_CLOCK, **settings: Any) -> Pressroom:
     values: dict[str, Any] = {
         "database_url": db_url,
         "broker_url": "inline://",
@@ -29,16 +28,16 @@ def make_app(db_url: str, tmp_path: Path, *, clock: Clock = SYSTEM_CLOCK, **sett
 
 
 def ready_saga(
-    app: App, corpus: Path, dests: list[str], brief: str = "history of the library network"
+    app: Pressroom, corpus: Path, dests: list[str], brief: str = "history of the library network"
 ) -> dict[str, Any]:
     """Submit and run research, writing and review in-process: a saga in ready-for-review."""
-    status = services.submit(app, brief=brief, corpus=str(corpus), destinations=dests, actor="dana")
+    status = app.submissions.submit(brief=brief, corpus=str(corpus), destinations=dests, actor="dana")
     assert status["state"] == "ready-for-review", status
     return status
 
 
-def tools_called(app: App, saga_id: str, tool: str) -> list[str]:
-    events = services.history(app, saga_id)["events"]
+def tools_called(app: Pressroom, saga_id: str, tool: str) -> list[str]:
+    events = app.reads.history(saga_id)["events"]
     return [e["status"] for e in events if e["kind"] == "tool_call" and e["tool"] == tool]
 
 

@@ -9,7 +9,6 @@ from pathlib import Path
 from sqlalchemy import text
 from sqlmodel import Session
 
-from orchestrator import services
 from tests.integration.helpers import make_app, ready_saga
 from tests.integration.test_effect_checks import all_text_under, approve_held, db_url, deliver, git_log
 from tests.support.webhook_server import WebhookServer
@@ -31,7 +30,7 @@ def test_a_title_changed_after_approval_reaches_no_destination(
             s.execute(text("UPDATE versions SET title = :t WHERE saga_id = :sid"), {"t": FORGED, "sid": sid})
             s.commit()
         deliver(app)
-        status = services.status(app, sid)
+        status = app.reads.status(sid)
         assert hook.received == []
     assert status["state"] == "failed", status
     assert "integrity: the title of version 1" in status["reason"] and "nothing was sent" in status["reason"]
@@ -45,5 +44,5 @@ def test_the_same_saga_publishes_with_its_title_untouched(db_url: str, tmp_path:
     saga = ready_saga(app, corpus, [f"site:{site}"])
     approve_held(db_url, tmp_path, saga)
     deliver(app)
-    assert services.status(app, saga["saga_id"])["state"] == "succeeded"
+    assert app.reads.status(saga["saga_id"])["state"] == "succeeded"
     assert list(site.glob("*.md"))

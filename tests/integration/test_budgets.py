@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, col, select
 
-from orchestrator import services
 from orchestrator.core.routing import RESEARCH
 from orchestrator.store.budget import spent
 from orchestrator.store.db import unit_of_work
@@ -40,13 +39,13 @@ def test_a_clean_saga_spends_its_calls_and_exhaustion_fails_it(db: str, tmp_path
     # Research (a search, three reads and its evidence), a draft, a review (three reads and its
     # record): ten calls.
     app = make_app(db, tmp_path, saga_budget=10)
-    ok = services.submit(app, brief=BRIEF, corpus=str(corpus), destinations=["memory:b1"], actor="dana")
+    ok = app.submissions.submit(brief=BRIEF, corpus=str(corpus), destinations=["memory:b1"], actor="dana")
     assert ok["state"] == "ready-for-review", ok
     with Session(app.engine) as s:
         assert spent(s, ok["saga_id"]).calls == 10
 
     tight = make_app(db, tmp_path, saga_budget=9)
-    out = services.submit(tight, brief=BRIEF, corpus=str(corpus), destinations=["memory:b2"], actor="dana")
+    out = tight.submissions.submit(brief=BRIEF, corpus=str(corpus), destinations=["memory:b2"], actor="dana")
     env = base_env(PRESSROOM_DATABASE_URL=db, PRESSROOM_BROKER_URL="inline://")
     status = cli_json(env, "status", out["saga_id"])
     assert status["state"] == "failed", status
@@ -63,7 +62,7 @@ def test_a_clean_saga_spends_its_calls_and_exhaustion_fails_it(db: str, tmp_path
 def test_a_turn_run_again_after_a_crash_continues_the_count(db: str, tmp_path: Path, corpus: Path) -> None:
     # No broker delivery: the research turn is run here by hand, as a worker would.
     app = make_app(db, tmp_path, saga_budget=7, broker_url="none://")
-    sid = services.submit(app, brief=BRIEF, corpus=str(corpus), destinations=["memory:b3"], actor="dana")[
+    sid = app.submissions.submit(brief=BRIEF, corpus=str(corpus), destinations=["memory:b3"], actor="dana")[
         "saga_id"
     ]
     with Session(app.engine) as s:

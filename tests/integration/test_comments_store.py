@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
-from orchestrator import comments, services
 from orchestrator.core.errors import InvalidInput, NotFound, StaleVersion
 from orchestrator.store.comments import CommentRow
 from orchestrator.store.outbox_tables import OutboxRow
@@ -28,37 +27,37 @@ def test_comments_are_kept_with_their_version_and_reach_the_writer(
 ) -> None:
     app = make_app(either_db_url, tmp_path)
     sid = ready_saga(app, SAMPLE_CORPUS, [f"site:{tmp_path / 'site'}"])["saga_id"]
-    v1 = services.show(app, sid)
+    v1 = app.reads.show(sid)
     assert v1["version"] == 1
     markers = [c["marker"] for c in v1["citations"]]
     assert len(markers) >= 2, markers
     doomed = markers[1]
     line = _line_of(v1["markdown"], doomed)
 
-    first = comments.leave(
-        app, sid, version=1, line=line, text=f"{doomed} overstates the source", actor="rita"
+    first = app.comments.leave(
+        sid, version=1, line=line, text=f"{doomed} overstates the source", actor="rita"
     )
-    comments.leave(app, sid, version=1, line=1, text="a title <b>comment</b>", actor="ed")
-    listed = comments.on_version(app, sid, 1)
+    app.comments.leave(sid, version=1, line=1, text="a title <b>comment</b>", actor="ed")
+    listed = app.comments.on_version(sid, 1)
     assert [(c["line"], c["author"]) for c in listed] == sorted([(line, "rita"), (1, "ed")])
     assert first["id"] in {c["id"] for c in listed}
 
     # Bad input is refused, and nothing is kept.
     lines = len(v1["markdown"].splitlines())
     with pytest.raises(InvalidInput, match=f"there is no line {lines + 1}"):
-        comments.leave(app, sid, version=1, line=lines + 1, text="x", actor="rita")
+        app.comments.leave(sid, version=1, line=lines + 1, text="x", actor="rita")
     with pytest.raises(InvalidInput, match="at most 2000"):
-        comments.leave(app, sid, version=1, line=1, text="y" * 2001, actor="rita")
+        app.comments.leave(sid, version=1, line=1, text="y" * 2001, actor="rita")
     with pytest.raises(NotFound):
-        comments.leave(app, sid, version=9, line=1, text="x", actor="rita")
-    assert len(comments.on_version(app, sid, 1)) == 2
+        app.comments.leave(sid, version=9, line=1, text="x", actor="rita")
+    assert len(app.comments.on_version(sid, 1)) == 2
 
     with Session(app.engine) as s:
         events = s.exec(select(EventRow).where(EventRow.saga_id == sid, EventRow.kind == "comment")).all()
         assert sorted(e.actor for e in events) == ["ed", "rita"]
 
-    services.reject(app, sid, actor="rita", reason="see my line comments")
-    v2 = services.show(app, sid)
+    app.reviews.reject(sid, actor="rita", reason="see my line comments")
+    v2 = app.reads.show(sid)
     assert v2["version"] == 2
     # The sentence citing the commented marker is gone; the other citations stay.
     kept = {c["quote"] for c in v2["citations"]}
@@ -78,9 +77,9 @@ def test_comments_are_kept_with_their_version_and_reach_the_writer(
 
     # v1 is no longer the head: its comments stay, and take no more.
     with pytest.raises(StaleVersion, match="read-only"):
-        comments.leave(app, sid, version=1, line=1, text="late", actor="rita")
-    assert len(comments.on_version(app, sid, 1)) == 2
-    assert comments.on_version(app, sid, 2) == []
+        app.comments.leave(sid, version=1, line=1, text="late", actor="rita")
+    assert len(app.comments.on_version(sid, 1)) == 2
+    assert app.comments.on_version(sid, 2) == []
     with Session(app.engine) as s:
         assert len(s.exec(select(CommentRow).where(CommentRow.saga_id == sid)).all()) == 2
 
@@ -88,8 +87,8 @@ def test_comments_are_kept_with_their_version_and_reach_the_writer(
 def test_the_note_carries_the_comment_lines(either_db_url: str, tmp_path: Path) -> None:
     app = make_app(either_db_url, tmp_path)
     sid = ready_saga(app, SAMPLE_CORPUS, [f"site:{tmp_path / 'site'}"])["saga_id"]
-    comments.leave(app, sid, version=1, line=2, text="z" * 2000, actor="rita")
-    services.reject(app, sid, actor="rita", reason="tighten")
+    app.comments.leave(sid, version=1, line=2, text="z" * 2000, actor="rita")
+    app.reviews.reject(sid, actor="rita", reason="tighten")
     with Session(app.engine) as s:
         notes = [
             str(row.payload.get("note") or "")

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
-from orchestrator import services
 from orchestrator.core.errors import RetryLater
 from orchestrator.core.routing import PUBLISH
 from orchestrator.store.tables import WorkRow
@@ -41,8 +40,8 @@ def test_a_failure_undoes_what_completed_last_first(db_url: str, tmp_path: Path,
         WebhookServer("reject") as bad,
     ):
         saga = ready_saga(app, corpus, [f"webhook:{slow.url}", f"webhook:{fast.url}", f"webhook:{bad.url}"])
-        services.approve(app, saga["saga_id"], version=saga["version"], actor="erin")
-        status = services.status(app, saga["saga_id"])
+        app.reviews.approve(saga["saga_id"], version=saga["version"], actor="erin")
+        status = app.reads.status(saga["saga_id"])
         assert status["state"] == "failed", status
         assert {d["state"] for d in status["destinations"]} == {"compensated", "failed"}
         assert fast.applied == {} and slow.applied == {} and bad.apply_count == 0
@@ -65,8 +64,8 @@ def test_a_stall_with_no_status_is_effect_unknown_and_keeps_the_rest(
     site = tmp_path / "site"
     with WebhookServer("stall", stall_seconds=2.0, status=False) as stuck:
         saga = ready_saga(app, corpus, [f"site:{site}", f"webhook:{stuck.url}"])
-        services.approve(app, saga["saga_id"], version=saga["version"], actor="erin")
-        status = services.status(app, saga["saga_id"])
+        app.reviews.approve(saga["saga_id"], version=saga["version"], actor="erin")
+        status = app.reads.status(saga["saga_id"])
         assert status["state"] == "effect-unknown", status
         assert {d["uri"]: d["state"] for d in status["destinations"]} == {
             f"site:{site}": "done",
@@ -85,7 +84,7 @@ def test_two_runners_racing_on_one_saga_make_one_effect_per_key(
         saga = ready_saga(inline, corpus, [f"webhook:{one.url}", f"webhook:{two.url}"])["saga_id"]
         # The approval's publish message stays in the outbox: the test runs the publisher itself.
         app = make_app(db_url, tmp_path, broker_url="none://", destination_timeout=10.0)
-        services.approve(app, saga, version=1, actor="erin")
+        app.reviews.approve(saga, version=1, actor="erin")
         with Session(app.engine) as s:
             work = s.exec(select(WorkRow).where(WorkRow.saga_id == saga, WorkRow.task == PUBLISH)).one()
         handoff = Handoff.model_validate(work.payload)
@@ -103,6 +102,6 @@ def test_two_runners_racing_on_one_saga_make_one_effect_per_key(
         for t in racers:
             t.join(timeout=60)
         app.runner.handle(handoff, "racer")  # whoever was held back goes on once the keys settle
-        assert services.status(app, saga)["state"] == "succeeded"
+        assert app.reads.status(saga)["state"] == "succeeded"
         assert one.apply_count == 1 and two.apply_count == 1
         assert len([r for r in one.received if r.method == "POST"]) == 1, "the second runner never sent"

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import services
 from orchestrator.bootstrap import build_app
 from orchestrator.core.config import Settings
 from roles.artifacts import SourceFile
@@ -47,7 +46,7 @@ def _settings(db_url: str, tmp_path: Path) -> Settings:
 
 
 def _submit(app: object, corpus: Path, n: int) -> dict[str, object]:
-    out = services.submit(app, brief=BRIEF, corpus=str(corpus), destinations=[f"memory:m{n}"], actor="dana")  # type: ignore[arg-type]
+    out = app.submissions.submit(brief=BRIEF, corpus=str(corpus), destinations=[f"memory:m{n}"], actor="dana")  # type: ignore[arg-type]
     assert out["state"] == "ready-for-review", out
     return out
 
@@ -77,12 +76,10 @@ def test_a_second_saga_reads_no_unchanged_file_and_a_changed_one_is_read_once(
     third = _submit(app, corpus, 3)
     assert reader.paths == ["overview.md"]
 
-    shown = [services.show(app, str(s["saga_id"])) for s in (first, second, third)]
+    shown = [app.reads.show(str(s["saga_id"])) for s in (first, second, third)]
     assert shown[0]["markdown"] == shown[1]["markdown"]
     assert all(v["review"]["verdict"] == "pass" for v in shown)
-    submitted = [
-        e for e in services.history(app, str(second["saga_id"]))["events"] if e["status"] == "submitted"
-    ]
+    submitted = [e for e in app.reads.history(str(second["saga_id"]))["events"] if e["status"] == "submitted"]
     assert submitted[0]["detail"]["index"] == {
         "added": 0,
         "changed": 0,

@@ -14,7 +14,6 @@ from opentelemetry import trace
 from sqlalchemy import event, update
 from sqlmodel import select
 
-from orchestrator import services
 from orchestrator.core.routing import TASKS
 from orchestrator.store.db import unit_of_work
 from orchestrator.store.outbox_tables import OutboxRow
@@ -38,8 +37,8 @@ def app(either_db_url: str, tmp_path: Path) -> Iterator[Any]:
 
 def _traced_saga(app: Any, corpus: Path) -> str:
     """A saga whose trace began in a process with tracing on (its context is stored)."""
-    status = services.submit(
-        app, brief="branches", corpus=str(corpus), destinations=["memory:a"], actor="dana"
+    status = app.submissions.submit(
+        brief="branches", corpus=str(corpus), destinations=["memory:a"], actor="dana"
     )
     sid = str(status["saga_id"])
     with unit_of_work(app.engine) as uow:
@@ -74,7 +73,7 @@ def test_a_saga_loaded_in_the_unit_of_work_gives_its_trace_without_a_read(app: A
     sid = _traced_saga(app, corpus)
     with _statements(app) as seen, unit_of_work(app.engine) as uow:
         saga = records.load_saga(uow.session, sid)  # held, as a handler holds the saga it changes
-        message_id = app.dispatch(uow, saga_id=saga.id, task=TASK)
+        message_id = app.dispatcher.dispatch(uow, saga_id=saga.id, task=TASK)
     assert not [s for s in seen if s.startswith(READ_TRACE_CONTEXT)]
     assert _trace_of(app, message_id) == TRACE_ID
 
@@ -82,7 +81,7 @@ def test_a_saga_loaded_in_the_unit_of_work_gives_its_trace_without_a_read(app: A
 def test_a_saga_the_session_does_not_hold_is_read_for_its_trace(app: Any, corpus: Path) -> None:
     sid = _traced_saga(app, corpus)
     with _statements(app) as seen, unit_of_work(app.engine) as uow:
-        message_id = app.dispatch(uow, saga_id=sid, task=TASK)
+        message_id = app.dispatcher.dispatch(uow, saga_id=sid, task=TASK)
     assert len([s for s in seen if s.startswith(READ_TRACE_CONTEXT)]) == 1
     assert _trace_of(app, message_id) == TRACE_ID
 
@@ -92,24 +91,24 @@ def test_a_saga_whose_trace_column_expired_is_read_again(app: Any, corpus: Path)
     with _statements(app) as seen, unit_of_work(app.engine) as uow:
         saga = records.load_saga(uow.session, sid)
         uow.session.expire(saga, ["trace_context"])
-        message_id = app.dispatch(uow, saga_id=sid, task=TASK)
+        message_id = app.dispatcher.dispatch(uow, saga_id=sid, task=TASK)
     assert len([s for s in seen if s.startswith(READ_TRACE_CONTEXT)]) == 1
     assert _trace_of(app, message_id) == TRACE_ID
 
 
 def test_submitting_queues_the_research_without_reading_the_trace_back(app: Any, corpus: Path) -> None:
     with _statements(app) as seen:
-        services.submit(app, brief="branches", corpus=str(corpus), destinations=["memory:a"], actor="dana")
+        app.submissions.submit(brief="branches", corpus=str(corpus), destinations=["memory:a"], actor="dana")
     assert [s for s in seen if "INSERT INTO outbox" in s], "the research was queued"
     assert not [s for s in seen if s.startswith(READ_TRACE_CONTEXT)]
 
 
 def test_a_saga_with_no_stored_trace_queues_a_message_with_none(app: Any, corpus: Path) -> None:
-    status = services.submit(
-        app, brief="branches", corpus=str(corpus), destinations=["memory:a"], actor="dana"
+    status = app.submissions.submit(
+        brief="branches", corpus=str(corpus), destinations=["memory:a"], actor="dana"
     )
     sid = str(status["saga_id"])
     with unit_of_work(app.engine) as uow:
         saga = records.load_saga(uow.session, sid)
-        message_id = app.dispatch(uow, saga_id=saga.id, task=TASK)
+        message_id = app.dispatcher.dispatch(uow, saga_id=saga.id, task=TASK)
     assert _trace_of(app, message_id) == ""

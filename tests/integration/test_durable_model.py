@@ -24,11 +24,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from sqlmodel import Session, select
 
 from evaluation.scripted_model import MODEL_NAME, ScriptedModel
-from orchestrator import services
-from orchestrator.app import App
 from orchestrator.core.pipeline import Budget, ModelProfile
 from orchestrator.harness.budget import BudgetExhausted
 from orchestrator.harness.model_calls import CallAnswer, CallIntent, call_key, request_digest
+from orchestrator.pressroom import Pressroom
 from orchestrator.store.budget import spent
 from orchestrator.store.model_calls import StoredModelCalls, calls_of, record_intent, record_reply, usage
 from orchestrator.store.tables import EventRow
@@ -58,15 +57,14 @@ TOOLS = [
 
 
 @pytest.fixture
-def app(either_db_url: str, tmp_path: Path) -> App:
+def app(either_db_url: str, tmp_path: Path) -> Pressroom:
     return make_app(either_db_url, tmp_path, broker_url="none://")
 
 
 @pytest.fixture
-def saga(app: App) -> str:
+def saga(app: Pressroom) -> str:
     """A submitted saga (nothing runs: no broker), whose events the model calls chain onto."""
-    out = services.submit(
-        app,
+    out = app.submissions.submit(
         brief="history of the library network",
         corpus=str(SAMPLE_CORPUS),
         destinations=["memory:m"],
@@ -94,7 +92,7 @@ def messages(
 
 
 def durable(
-    app: App,
+    app: Pressroom,
     model: ScriptedModel,
     saga_id: str,
     *,
@@ -123,7 +121,7 @@ def durable(
     )
 
 
-def model_events(app: App, saga_id: str) -> list[EventRow]:
+def model_events(app: Pressroom, saga_id: str) -> list[EventRow]:
     with Session(app.engine) as s:
         return list(
             s.exec(select(EventRow).where(EventRow.saga_id == saga_id, EventRow.kind == "model")).all()
@@ -131,7 +129,7 @@ def model_events(app: App, saga_id: str) -> list[EventRow]:
 
 
 def test_a_reply_is_recorded_with_its_tokens_cost_params_digest_and_event(
-    app: App, saga: str, spans: InMemorySpanExporter
+    app: Pressroom, saga: str, spans: InMemorySpanExporter
 ) -> None:
     asked = messages(saga)
     with ScriptedModel("faithful", latency=0.0) as model:
@@ -196,7 +194,7 @@ def test_a_reply_is_recorded_with_its_tokens_cost_params_digest_and_event(
 
 
 def test_the_same_request_in_the_same_turn_is_answered_from_the_record(
-    app: App, saga: str, spans: InMemorySpanExporter
+    app: Pressroom, saga: str, spans: InMemorySpanExporter
 ) -> None:
     with ScriptedModel("faithful", latency=0.0) as model:
         first = durable(app, model, saga).complete(messages(saga), TOOLS)
@@ -215,7 +213,7 @@ def test_the_same_request_in_the_same_turn_is_answered_from_the_record(
     assert flags == [False, True, False, False]
 
 
-def test_an_unavailable_endpoint_is_retried_and_a_refusal_is_not(app: App, saga: str) -> None:
+def test_an_unavailable_endpoint_is_retried_and_a_refusal_is_not(app: Pressroom, saga: str) -> None:
     sleeps: list[float] = []
     with ScriptedModel("429-then-ok", latency=0.0, fail_first=2) as model:
         reply = durable(app, model, saga, sleeps=sleeps).complete(messages(saga), TOOLS)
@@ -251,7 +249,7 @@ def test_an_unavailable_endpoint_is_retried_and_a_refusal_is_not(app: App, saga:
     assert usage(app.engine, saga)["model_calls"] == 2
 
 
-def test_a_spent_role_budget_refuses_the_next_call_before_it_is_sent(app: App, saga: str) -> None:
+def test_a_spent_role_budget_refuses_the_next_call_before_it_is_sent(app: Pressroom, saga: str) -> None:
     with ScriptedModel("faithful", latency=0.0) as model:
         draft = durable(app, model, saga, role_budget=Budget(tokens=10))
         draft.complete(messages(saga), TOOLS)  # the call that crosses the budget is made and recorded
@@ -277,7 +275,7 @@ def test_a_spent_role_budget_refuses_the_next_call_before_it_is_sent(app: App, s
     assert len(calls_of(app.engine, saga)) == 3
 
 
-def test_a_spent_saga_budget_refuses_every_role(app: App, saga: str) -> None:
+def test_a_spent_saga_budget_refuses_every_role(app: Pressroom, saga: str) -> None:
     with ScriptedModel("faithful", latency=0.0) as model:
         whole = Budget(tokens=10)
         durable(app, model, saga, role="draft", saga_budget=whole).complete(messages(saga), TOOLS)
@@ -289,7 +287,7 @@ def test_a_spent_saga_budget_refuses_every_role(app: App, saga: str) -> None:
     assert [c["role"] for c in calls_of(app.engine, saga)] == ["draft"]
 
 
-def test_a_reply_recorded_twice_is_kept_charged_and_logged_once(app: App, saga: str) -> None:
+def test_a_reply_recorded_twice_is_kept_charged_and_logged_once(app: Pressroom, saga: str) -> None:
     digest = "d" * 64
     intent = CallIntent(call_key(saga, "draft", 0, digest), saga, "draft", 0, None, "house", "m", {}, digest)
     record_intent(app.engine, intent)
@@ -305,8 +303,7 @@ def test_a_reply_recorded_twice_is_kept_charged_and_logged_once(app: App, saga: 
 
 def test_concurrent_intents_of_one_saga_take_distinct_places(pg_url: str, tmp_path: Path) -> None:
     app = make_app(pg_url, tmp_path, broker_url="none://")
-    saga_id = services.submit(
-        app,
+    saga_id = app.submissions.submit(
         brief="history of the library network",
         corpus=str(SAMPLE_CORPUS),
         destinations=["memory:m"],
@@ -330,8 +327,7 @@ def test_concurrent_intents_of_one_saga_take_distinct_places(pg_url: str, tmp_pa
 
 def test_no_transaction_is_open_while_the_model_answers(pg_url: str, tmp_path: Path) -> None:
     app = make_app(pg_url, tmp_path, broker_url="none://")
-    saga_id = services.submit(
-        app,
+    saga_id = app.submissions.submit(
         brief="history of the library network",
         corpus=str(SAMPLE_CORPUS),
         destinations=["memory:m"],

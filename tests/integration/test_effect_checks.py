@@ -19,8 +19,7 @@ import pytest
 from sqlalchemy import text
 from sqlmodel import Session
 
-from orchestrator import services
-from orchestrator.app import App
+from orchestrator.pressroom import Pressroom
 from tests.integration.helpers import make_app, ready_saga, tools_called
 from tests.support.webhook_server import WebhookServer
 
@@ -38,18 +37,18 @@ def approve_held(db_url: str, tmp_path: Path, saga: dict[str, Any], **settings: 
     """Approve with no broker: the publish message waits in the outbox."""
     held = make_app(db_url, tmp_path, broker_url="none://", **settings)
     try:
-        services.approve(held, saga["saga_id"], version=saga["version"], actor="erin")
-        assert services.status(held, saga["saga_id"])["state"] == "approved"
+        held.reviews.approve(saga["saga_id"], version=saga["version"], actor="erin")
+        assert held.reads.status(saga["saga_id"])["state"] == "approved"
     finally:
         held.engine.dispose()
 
 
-def deliver(app: App) -> None:
+def deliver(app: Pressroom) -> None:
     """Start the publisher: the held message is sent and handled in this process."""
-    app.drain()
+    app.consumer.drain()
 
 
-def tamper(app: App, saga_id: str) -> None:
+def tamper(app: Pressroom, saga_id: str) -> None:
     """Rewrite the approved version's bytes (and every artifact that holds them) in SQL."""
     with Session(app.engine) as s:
         s.execute(
@@ -97,14 +96,14 @@ def test_tampered_bytes_reach_no_destination(db_url: str, tmp_path: Path, corpus
         approve_held(db_url, tmp_path, saga)
         tamper(app, sid)
         deliver(app)
-        status = services.status(app, sid)
+        status = app.reads.status(sid)
         assert hook.received == [], "the webhook server got no request at all"
     assert status["state"] == "failed", status
     assert "integrity" in status["reason"] and "nothing was sent" in status["reason"]
     assert TAMPERED not in all_text_under(site)
     assert not list(site.glob("*.md"))
     assert TAMPERED not in git_log(repo) and not git_log(repo)
-    events = services.history(app, sid)["events"]
+    events = app.reads.history(sid)["events"]
     refused = [e for e in events if e["kind"] == "tool_call" and e["tool"] == "publish"]
     # The destinations are published concurrently: each one's intent is refused, none sent.
     assert refused and {e["status"] for e in refused} == {"rejected"}
@@ -120,7 +119,7 @@ def test_untampered_held_message_still_publishes(db_url: str, tmp_path: Path, co
     saga = ready_saga(app, corpus, [f"site:{site}"])
     approve_held(db_url, tmp_path, saga)
     deliver(app)
-    assert services.status(app, saga["saga_id"])["state"] == "succeeded"
+    assert app.reads.status(saga["saga_id"])["state"] == "succeeded"
     assert len(list(site.glob("*.md"))) == 1
 
 
@@ -136,7 +135,7 @@ def test_site_folder_replaced_by_a_link_outside_the_roots_is_refused(
     approve_held(db_url, tmp_path, saga, allowed_roots=f"{allowed}{os.pathsep}{corpus}")
     site.symlink_to(outside, target_is_directory=True)  # planted after submit and approval
     deliver(app)
-    status = services.status(app, saga["saga_id"])
+    status = app.reads.status(saga["saga_id"])
     assert status["state"] == "failed"
     assert "outside the allowed roots" in status["reason"]
     assert list(outside.iterdir()) == [], "nothing was written outside"
@@ -148,7 +147,7 @@ def test_a_link_planted_where_the_page_goes_is_refused(db_url: str, tmp_path: Pa
     site, outside = tmp_path / "site", tmp_path / "outside"
     outside.mkdir()
     saga = ready_saga(app, corpus, [f"site:{site}"])
-    slug = services.show(app, saga["saga_id"])["markdown"]  # the title decides the page's name
+    slug = app.reads.show(saga["saga_id"])["markdown"]  # the title decides the page's name
     approve_held(db_url, tmp_path, saga)
     from sagas.destinations.registry import slugify
 
@@ -157,7 +156,7 @@ def test_a_link_planted_where_the_page_goes_is_refused(db_url: str, tmp_path: Pa
     # The saga's page is named by its title and its id (`sagas/destinations/site_names.py`).
     (site / f"{slugify(title)}-{saga['saga_id'][:8]}.md").symlink_to(outside / "stolen.md")
     deliver(app)
-    status = services.status(app, saga["saga_id"])
+    status = app.reads.status(saga["saga_id"])
     assert status["state"] == "failed", status
     assert "not a plain file" in status["reason"]
     assert list(outside.iterdir()) == []
@@ -175,7 +174,7 @@ def test_a_link_planted_as_the_bookkeeping_folder_is_refused(
     site.mkdir()
     (site / ".pressroom").symlink_to(outside, target_is_directory=True)
     deliver(app)
-    status = services.status(app, saga["saga_id"])
+    status = app.reads.status(saga["saga_id"])
     assert status["state"] == "failed", status
     assert "not a plain folder" in status["reason"]
     assert list(outside.iterdir()) == []
@@ -205,8 +204,8 @@ def test_git_hooks_fsmonitor_and_filters_never_run_on_publish_or_compensate(
     (repo / ".gitattributes").write_text("*.md filter=evil merge=evil\n")
     with WebhookServer("reject") as hook:
         saga = ready_saga(app, corpus, [f"git:{repo}", f"webhook:{hook.url}"])
-        services.approve(app, saga["saga_id"], version=saga["version"], actor="erin")
-        status = services.status(app, saga["saga_id"])
+        app.reviews.approve(saga["saga_id"], version=saga["version"], actor="erin")
+        status = app.reads.status(saga["saga_id"])
     # git published, the webhook refused, the git step was compensated (a revert commit).
     assert status["state"] == "failed", status
     assert {d["uri"].split(":", 1)[0]: d["state"] for d in status["destinations"]} == {
@@ -230,8 +229,8 @@ def test_the_runners_own_compensation_is_bound_to_the_saga_and_its_state(
     with WebhookServer() as hook, WebhookServer() as foreign:
         saga = ready_saga(app, corpus, [f"webhook:{hook.url}"])
         sid = saga["saga_id"]
-        services.approve(app, sid, version=saga["version"], actor="erin")
-        assert services.status(app, sid)["state"] == "succeeded"
+        app.reviews.approve(sid, version=saga["version"], actor="erin")
+        assert app.reads.status(sid)["state"] == "succeeded"
         with Session(app.engine) as s:
             from sagas import records
 
@@ -258,7 +257,7 @@ def test_the_runners_own_compensation_is_bound_to_the_saga_and_its_state(
         assert "succeeded" in (own.reason or "") and "not a destination" in (other.reason or "")
         assert [r.method for r in hook.received] == ["POST"], "no DELETE, no GET"
         assert foreign.received == []
-    assert services.status(app, sid)["state"] == "succeeded"
+    assert app.reads.status(sid)["state"] == "succeeded"
     with Session(app.engine) as s:
         tools = s.execute(text("SELECT tool, status FROM ledger WHERE tool LIKE 'publish%'")).all()
     assert [tuple(t) for t in tools] == [("publish", "done")], "no compensation row, pending or otherwise"

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
-from orchestrator import services
 from orchestrator.store.tables import WorkRow
 from outbox.messages import Handoff
 from tests.integration.helpers import make_app, ready_saga
@@ -46,7 +45,7 @@ def test_a_failure_recorded_by_a_later_delivery_keeps_its_cause(
     sid = saga["saga_id"]
     # Approved with no broker: the publish message waits in the outbox.
     held = make_app(db_url, tmp_path, broker_url="none://", webhook_allow="127.0.0.1")
-    services.approve(held, sid, version=saga["version"], actor="erin")
+    held.reviews.approve(sid, version=saga["version"], actor="erin")
     with Session(held.engine) as session:
         work = _publish_work(session, sid)
     handoff = Handoff(saga_id=sid, work_id=work.id)
@@ -63,18 +62,18 @@ def test_a_failure_recorded_by_a_later_delivery_keeps_its_cause(
     held.runner.renew = renew
     with pytest.raises(LeaseLost):
         held.runner.handle(handoff, "worker-that-lost-its-lease")
-    mid = services.status(held, sid)
+    mid = held.reads.status(sid)
     assert mid["state"] == "executing"
     assert {d["uri"]: d["state"] for d in mid["destinations"]} == {hook: "failed", memory: "compensated"}
     held.engine.dispose()
 
     # The work is delivered again, to a worker that never saw the calls.
-    app.drain()
-    status = services.status(app, sid)
+    app.consumer.drain()
+    status = app.reads.status(sid)
     assert status["state"] == "failed"
     assert status["reason"].startswith(f"{hook}: error: ")
     assert REFUSED in status["reason"], status["reason"]
-    events = services.history(app, sid)["events"]
+    events = app.reads.history(sid)["events"]
     failed_step = [e for e in events if e["kind"] == "step" and e["status"] == "failed"]
     assert [REFUSED in e["detail"]["reason"] for e in failed_step] == [True]
     transition = [e for e in events if e["kind"] == "transition" and e["status"] == "failed"]

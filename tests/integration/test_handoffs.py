@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
-from orchestrator import services
 from orchestrator.core.errors import PolicyRefused
 from orchestrator.core.routing import DRAFT
 from orchestrator.store.db import unit_of_work
@@ -31,11 +30,11 @@ def test_a_widened_handoff_changes_nothing_and_fails_the_saga(
     sqlite_url: str, tmp_path: Path, corpus: Path
 ) -> None:
     held = make_app(sqlite_url, tmp_path, broker_url="none://")
-    sid = services.submit(
-        held, brief="library network", corpus=str(corpus), destinations=["memory:w"], actor="dana"
+    sid = held.submissions.submit(
+        brief="library network", corpus=str(corpus), destinations=["memory:w"], actor="dana"
     )["saga_id"]
     with unit_of_work(held.engine) as uow:  # a forged handoff of this round asking the writer to publish
-        held.dispatch(
+        held.dispatcher.dispatch(
             uow,
             saga_id=sid,
             task=DRAFT,
@@ -47,10 +46,10 @@ def test_a_widened_handoff_changes_nothing_and_fails_the_saga(
     with Session(app.engine) as s:
         forged = s.exec(select(OutboxRow).where(OutboxRow.task == DRAFT)).one()
         env = Envelope(message_id=forged.id, task=forged.task, queue=forged.queue, payload=forged.payload)
-    assert app.handle(env) == "applied"
-    status = services.status(app, sid)
+    assert app.consumer.handle(env) == "applied"
+    status = app.reads.status(sid)
     assert status["state"] == "failed"
     assert "publish" in status["reason"] and "not granted" in status["reason"]
     assert status["version"] == 0, "the writer wrote nothing"
-    tool_calls = [e for e in services.history(app, sid)["events"] if e["kind"] == "tool_call"]
+    tool_calls = [e for e in app.reads.history(sid)["events"] if e["kind"] == "tool_call"]
     assert tool_calls == []

@@ -26,7 +26,6 @@ from sqlmodel import Session, col, select
 from evaluation import fault_scenarios as fs
 from evaluation.faults import Rig
 from evaluation.memory_store import MemoryHarnessStore
-from orchestrator import services
 from orchestrator.bootstrap import build_app
 from orchestrator.core.config import Settings
 from orchestrator.core.errors import ApprovalRefused, IdempotencyConflict
@@ -292,10 +291,9 @@ def test_the_celery_task_path_cannot_skip_the_approval(db_url: str, tmp_path: Pa
         Settings(database_url=db_url, broker_url="inline://", secret="s", secret_file=tmp_path / "k"),
         memory_destinations=True,
     )
-    assert app.registry is app.harness.registry  # the only registry an App holds is the wrapped one
+    assert app.registry is app.harness.registry  # the only registry a Pressroom holds is the wrapped one
     try:
-        ready = services.submit(
-            app,
+        ready = app.submissions.submit(
             brief="history of the library network",
             corpus=str(SAMPLE_CORPUS),
             destinations=[uri],
@@ -307,7 +305,7 @@ def test_the_celery_task_path_cannot_skip_the_approval(db_url: str, tmp_path: Pa
             assert saga is not None
             saga.state = "executing"  # as if a bug or an edit skipped the approval
             uow.session.add(saga)
-            app.dispatch(
+            app.dispatcher.dispatch(
                 uow,
                 saga_id=sid,
                 task=PUBLISH,
@@ -326,7 +324,7 @@ def test_the_celery_task_path_cannot_skip_the_approval(db_url: str, tmp_path: Pa
         handled = task.apply(args=[envelope.payload], kwargs={"message_id": envelope.message_id}).get()
         assert handled == "applied"
         assert memory_store(name).calls["publish"] == 0
-        status = services.status(app, sid)
+        status = app.reads.status(sid)
         assert status["state"] == "failed"
         with Session(app.engine) as s:
             saga = s.get(SagaRow, sid)
@@ -340,7 +338,7 @@ def test_the_celery_task_path_cannot_skip_the_approval(db_url: str, tmp_path: Pa
                 publisher_caller(saga, ready["version_digest"]),
             )
         assert local.status.value == "approval_required"
-        events = services.history(app, sid)["events"]
+        events = app.reads.history(sid)["events"]
         assert [e["status"] for e in events if e["kind"] == "tool_call" and e["tool"] == "publish"] == [
             "approval_required",
             "approval_required",

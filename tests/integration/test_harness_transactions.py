@@ -15,12 +15,12 @@ import pytest
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy import event
 
-from orchestrator.app import App
 from orchestrator.bootstrap import build_app
 from orchestrator.core.config import Settings
 from orchestrator.harness.capabilities import Capabilities
 from orchestrator.harness.declare import read_only, reversible_write
 from orchestrator.harness.spec import ToolCall, ToolContext, ToolStatus
+from orchestrator.pressroom import Pressroom
 from orchestrator.toolpath.engine import Caller
 
 
@@ -43,7 +43,7 @@ CALLER = Caller(actor="counter", capabilities=Capabilities({"count.write", "coun
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def app(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[App]:
+def app(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Pressroom]:
     url = (
         f"sqlite:///{tmp_path / 'tx.db'}" if request.param == "sqlite" else request.getfixturevalue("pg_url")
     )
@@ -52,7 +52,7 @@ def app(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[App]:
 
 
 class Counts:
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: Pressroom) -> None:
         self.transactions = self.connections = self.statements = 0
         engine = app.engine
 
@@ -81,11 +81,11 @@ class Counts:
         self._off()
 
 
-def _call(app: App, tool: str, n: int) -> ToolStatus:
+def _call(app: Pressroom, tool: str, n: int) -> ToolStatus:
     return app.harness.call(ToolCall(tool=tool, arguments={"n": n}, call_id=f"{tool}-{n}"), CALLER).status
 
 
-def test_an_effectful_call_is_two_transactions_on_one_connection(app: App) -> None:
+def test_an_effectful_call_is_two_transactions_on_one_connection(app: Pressroom) -> None:
     assert _call(app, "count.write", 0) is ToolStatus.OK  # warm: the schema and the pool
     with Counts(app) as first:
         assert _call(app, "count.write", 1) is ToolStatus.OK
@@ -95,7 +95,7 @@ def test_an_effectful_call_is_two_transactions_on_one_connection(app: App) -> No
     assert (replay.transactions, replay.connections) == (1, 1), vars(replay)
 
 
-def test_a_read_only_call_is_one_transaction(app: App) -> None:
+def test_a_read_only_call_is_one_transaction(app: Pressroom) -> None:
     assert _call(app, "count.read", 0) is ToolStatus.OK
     with Counts(app) as read:
         assert _call(app, "count.read", 1) is ToolStatus.OK

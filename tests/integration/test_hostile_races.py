@@ -13,7 +13,7 @@ from pathlib import Path
 
 from sqlmodel import Session, col, select
 
-from orchestrator import operations, people
+from orchestrator import people
 from orchestrator.core.errors import Refused
 from orchestrator.core.routing import RESEARCH
 from orchestrator.store import dead_letters
@@ -36,7 +36,7 @@ def test_concurrent_requeues_send_a_dead_letter_once(either_db_url: str, tmp_pat
     def requeue(prefix: str) -> None:
         barrier.wait()
         try:
-            operations.requeue_dead_letter(app, prefix, actor="olga")
+            app.operations.requeue_dead_letter(prefix, actor="olga")
             outcome = "sent"
         except Refused as exc:
             outcome = f"refused: {exc}"
@@ -66,7 +66,7 @@ def test_a_prefix_with_like_wildcards_matches_nothing(sqlite_url: str, tmp_path:
     dead_letters.record(app.engine, reason="x", body={"work_id": "w"}, task=RESEARCH)
     for prefix in ("%%%%%%", "______", "%_%_%_"):
         try:
-            operations.requeue_dead_letter(app, prefix, actor="olga")
+            app.operations.requeue_dead_letter(prefix, actor="olga")
         except Exception as exc:  # NotFound: only hex prefixes are matched
             assert type(exc).__name__ == "NotFound", exc
         else:

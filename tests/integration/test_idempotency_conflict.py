@@ -17,13 +17,12 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from orchestrator import services
-from orchestrator.app import App
 from orchestrator.bootstrap import build_app
 from orchestrator.core.config import Settings
 from orchestrator.harness.capabilities import Capabilities
 from orchestrator.harness.declare import high_risk, reversible_write
 from orchestrator.harness.spec import IRREVERSIBLE, NO_PROBE, Refusal, ToolCall, ToolContext, ToolStatus
+from orchestrator.pressroom import Pressroom
 from orchestrator.toolpath.engine import Caller
 from tests.integration.helpers import make_app, ready_saga
 
@@ -91,7 +90,7 @@ def ran() -> Ran:
 
 
 @pytest.fixture
-def app(db_url: str, tmp_path: Path, ran: Ran) -> Iterator[App]:
+def app(db_url: str, tmp_path: Path, ran: Ran) -> Iterator[Pressroom]:
     """An app whose messages stay in the outbox (`none://`): nothing but the calls here runs."""
     settings = Settings(
         database_url=db_url,
@@ -104,11 +103,11 @@ def app(db_url: str, tmp_path: Path, ran: Ran) -> Iterator[App]:
     built.close()
 
 
-def _call(app: App, tool: str, arguments: dict[str, Any], caller: Caller, call_id: str) -> Any:
+def _call(app: Pressroom, tool: str, arguments: dict[str, Any], caller: Caller, call_id: str) -> Any:
     return app.harness.call(ToolCall(tool=tool, arguments=arguments, call_id=call_id), caller)
 
 
-def test_a_reversible_writes_key_with_other_arguments_is_a_conflict(app: App, ran: Ran) -> None:
+def test_a_reversible_writes_key_with_other_arguments_is_a_conflict(app: Pressroom, ran: Ran) -> None:
     caller = Caller(actor="noter", capabilities=Capabilities({"note.write"}))
     first = _call(app, "note.write", {"topic": "canal", "body": "opened 1822"}, caller, "c1")
     assert (first.status, first.output) == (ToolStatus.OK, {"noted": "opened 1822"}), first
@@ -126,18 +125,18 @@ def test_a_reversible_writes_key_with_other_arguments_is_a_conflict(app: App, ra
     assert ran.notes == ["opened 1822"]
 
 
-def _approved_saga(db_url: str, tmp_path: Path, corpus: Path, app: App) -> dict[str, Any]:
+def _approved_saga(db_url: str, tmp_path: Path, corpus: Path, app: Pressroom) -> dict[str, Any]:
     """A saga approved for `DESTINATION`: researched, written and reviewed in-process first."""
     inline = make_app(db_url, tmp_path)
     try:
         saga_id = ready_saga(inline, corpus, [DESTINATION])["saga_id"]
     finally:
         inline.close()
-    return services.approve(app, saga_id, version=1, actor="erin")
+    return app.reviews.approve(saga_id, version=1, actor="erin")
 
 
 def test_a_high_risk_tools_key_with_other_arguments_is_a_conflict_not_an_approved_replay(
-    app: App, ran: Ran, db_url: str, tmp_path: Path, corpus: Path
+    app: Pressroom, ran: Ran, db_url: str, tmp_path: Path, corpus: Path
 ) -> None:
     approved = _approved_saga(db_url, tmp_path, corpus, app)
     saga_id = approved["saga_id"]
@@ -156,7 +155,7 @@ def test_a_high_risk_tools_key_with_other_arguments_is_a_conflict_not_an_approve
     assert ran.sends == ["the approved text"], "the executor ran once"
     statuses = [
         e["status"]
-        for e in services.history(app, saga_id)["events"]
+        for e in app.reads.history(saga_id)["events"]
         if e["kind"] == "tool_call" and e["tool"] == "note.send"
     ]
     assert statuses.count("rejected") == 1, statuses

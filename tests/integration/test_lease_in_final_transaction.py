@@ -15,11 +15,10 @@ import pytest
 from sqlalchemy import update
 from sqlmodel import Session, col, select
 
-from orchestrator import services
-from orchestrator.app import App
 from orchestrator.bootstrap import sweep_leases
 from orchestrator.core.errors import RetryLater
 from orchestrator.core.routing import RESEARCH
+from orchestrator.pressroom import Pressroom
 from orchestrator.store.db import unit_of_work
 from orchestrator.store.outbox_tables import OutboxRow
 from orchestrator.store.tables import WorkRow, new_id, utcnow
@@ -29,9 +28,9 @@ from outbox.writer import envelope_of
 from tests.integration.helpers import make_app
 
 
-def _submitted(app: App, corpus: Path) -> tuple[str, Envelope]:
-    sid = services.submit(
-        app, brief="library network", corpus=str(corpus), destinations=["memory:l"], actor="dana"
+def _submitted(app: Pressroom, corpus: Path) -> tuple[str, Envelope]:
+    sid = app.submissions.submit(
+        brief="library network", corpus=str(corpus), destinations=["memory:l"], actor="dana"
     )["saga_id"]
     with Session(app.engine) as s:
         row = s.exec(select(OutboxRow).where(OutboxRow.saga_id == sid)).one()
@@ -44,7 +43,7 @@ def _copy(env: Envelope) -> Envelope:
     )
 
 
-def _work(app: App) -> WorkRow:
+def _work(app: Pressroom) -> WorkRow:
     with Session(app.engine) as s:
         return s.exec(select(WorkRow)).one()
 
@@ -53,9 +52,9 @@ def test_a_duplicate_finds_the_lease_held_while_the_first_copy_works(
     pg_url: str, tmp_path: Path, corpus: Path
 ) -> None:
     app = make_app(pg_url, tmp_path, broker_url="none://")
-    assert app.folds_lease("writer") and app.folds_lease("reviewer")
-    assert not app.folds_lease("researcher") and not app.folds_lease("publisher")
-    app.short_queues = frozenset({"researcher"})  # fold the first handoff of the saga here
+    assert app.consumer.folds_lease("writer") and app.consumer.folds_lease("reviewer")
+    assert not app.consumer.folds_lease("researcher") and not app.consumer.folds_lease("publisher")
+    app.consumer.short_queues = frozenset({"researcher"})  # fold the first handoff of the saga here
     _, env = _submitted(app, corpus)
     entered, release = threading.Event(), threading.Event()
 
@@ -66,10 +65,10 @@ def test_a_duplicate_finds_the_lease_held_while_the_first_copy_works(
 
     app.handlers[RESEARCH] = slow
     outcomes: dict[str, str] = {}
-    first = threading.Thread(target=lambda: outcomes.update(first=app.handle(env)))
+    first = threading.Thread(target=lambda: outcomes.update(first=app.consumer.handle(env)))
     first.start()
     assert entered.wait(60)
-    second = threading.Thread(target=lambda: outcomes.update(second=app.handle(_copy(env))))
+    second = threading.Thread(target=lambda: outcomes.update(second=app.consumer.handle(_copy(env))))
     second.start()
     second.join(60)  # a copy that waited on the first one's row lock would still be running here
     assert outcomes.get("second") == "lease-held", outcomes
@@ -78,8 +77,8 @@ def test_a_duplicate_finds_the_lease_held_while_the_first_copy_works(
     assert outcomes["first"] == "applied", outcomes
     work = _work(app)
     assert work.done_at is not None and work.holder == env.message_id and work.attempts == 1
-    assert app.handle(_copy(env)) == "lease-held", "done work takes no lease"
-    assert app.handle(env) == "duplicate", "the same message again is applied once"
+    assert app.consumer.handle(_copy(env)) == "lease-held", "done work takes no lease"
+    assert app.consumer.handle(env) == "duplicate", "the same message again is applied once"
 
 
 @pytest.mark.parametrize("ending", ["deferred", "crashed"])
@@ -87,7 +86,7 @@ def test_a_handler_that_ends_without_its_result_leaves_the_lease_taken(
     ending: str, pg_url: str, tmp_path: Path, corpus: Path
 ) -> None:
     app = make_app(pg_url, tmp_path, broker_url="none://")
-    app.short_queues = frozenset({"researcher"})
+    app.consumer.short_queues = frozenset({"researcher"})
     _, env = _submitted(app, corpus)
 
     def failing(handoff: Handoff, holder: str) -> Finalizer:
@@ -97,14 +96,14 @@ def test_a_handler_that_ends_without_its_result_leaves_the_lease_taken(
 
     app.handlers[RESEARCH] = failing
     if ending == "deferred":
-        assert app.handle(env) == "deferred"
+        assert app.consumer.handle(env) == "deferred"
     else:
         with pytest.raises(RuntimeError):
-            app.handle(env)
+            app.consumer.handle(env)
     work = _work(app)
     assert work.holder == env.message_id and work.attempts == 1 and work.done_at is None
     assert work.lease_until > utcnow() + timedelta(seconds=30), "the lease runs from the claim"
-    assert app.handle(_copy(env)) == "lease-held"
+    assert app.consumer.handle(_copy(env)) == "lease-held"
 
 
 def test_a_delivery_whose_claim_was_never_committed_is_resent_without_using_an_attempt(
@@ -120,7 +119,7 @@ def test_a_delivery_whose_claim_was_never_committed_is_resent_without_using_an_a
             update(WorkRow).values(lease_until=utcnow() - timedelta(seconds=1), attempts=1, holder=None)
         )
     assert sweep_leases(app) == 1
-    status: dict[str, Any] = services.status(app, sid)
+    status: dict[str, Any] = app.reads.status(sid)
     assert status["state"] == "preparing", status
     work = _work(app)
     assert work.attempts == 1 and work.holder is None and work.done_at is None
@@ -133,8 +132,7 @@ def test_the_relay_marks_a_whole_batch_sent(pg_url: str, tmp_path: Path, corpus:
     for _ in range(3):
         _submitted(quiet, corpus)
     app = make_app(pg_url, tmp_path, broker_url="inline://", relay_grace=0)
-    app.auto_drain = False
-    assert app.relay is not None
+    app.consumer.auto_drain = False
     assert app.relay.run_once() == 3
     with Session(app.engine) as s:
         rows = s.exec(select(OutboxRow).order_by(col(OutboxRow.created_at))).all()

@@ -9,7 +9,6 @@ from pathlib import Path
 from sqlalchemy import update
 from sqlmodel import Session, col, select
 
-from orchestrator import services
 from orchestrator.bootstrap import sweep_leases
 from orchestrator.store.db import unit_of_work
 from orchestrator.store.outbox_tables import OutboxRow
@@ -31,8 +30,8 @@ def test_a_held_lease_refuses_a_duplicate_and_an_expired_one_is_resent(
     sqlite_url: str, tmp_path: Path, corpus: Path
 ) -> None:
     app = make_app(sqlite_url, tmp_path, broker_url="none://", max_attempts=3)
-    sid = services.submit(
-        app, brief="library network", corpus=str(corpus), destinations=["memory:l"], actor="dana"
+    sid = app.submissions.submit(
+        brief="library network", corpus=str(corpus), destinations=["memory:l"], actor="dana"
     )["saga_id"]
     with Session(app.engine) as s:
         work = s.exec(select(WorkRow)).one()
@@ -47,19 +46,19 @@ def test_a_held_lease_refuses_a_duplicate_and_an_expired_one_is_resent(
         ).all()
         assert len(rows) == 2 and rows[0].payload == rows[1].payload, "the same work, sent again"
         assert s.exec(select(WorkRow)).one().holder is None
-    assert services.status(app, sid)["state"] == "preparing"
+    assert app.reads.status(sid)["state"] == "preparing"
 
 
 def test_work_that_keeps_losing_its_lease_fails_the_saga_with_the_reason(
     sqlite_url: str, tmp_path: Path, corpus: Path
 ) -> None:
     app = make_app(sqlite_url, tmp_path, broker_url="none://", max_attempts=2)
-    sid = services.submit(
-        app, brief="library network", corpus=str(corpus), destinations=["memory:l"], actor="dana"
+    sid = app.submissions.submit(
+        brief="library network", corpus=str(corpus), destinations=["memory:l"], actor="dana"
     )["saga_id"]
     _expire(app, attempts=2)
     assert sweep_leases(app) == 1
-    status = services.status(app, sid)
+    status = app.reads.status(sid)
     assert status["state"] == "failed"
     assert "lost its lease 2 times" in status["reason"]
 
@@ -87,7 +86,7 @@ def test_a_publish_that_keeps_losing_its_lease_is_effect_unknown_through_the_led
     quiet = make_app(
         sqlite_url, tmp_path, broker_url="none://", max_attempts=2
     )  # nothing delivers the publish
-    approved = services.approve(quiet, sid, version=1, actor="erin")
+    approved = quiet.reviews.approve(sid, version=1, actor="erin")
     with unit_of_work(quiet.engine) as uow:
         saga = records.load_saga(uow.session, sid, lock=True)
         (step,) = start_execution(uow.session, saga, approved["version_digest"])
@@ -105,16 +104,15 @@ def test_a_publish_that_keeps_losing_its_lease_is_effect_unknown_through_the_led
     )
     _expire(quiet, attempts=2)
     assert sweep_leases(quiet) == 1
-    status = services.status(quiet, sid)
+    status = quiet.reads.status(sid)
     assert status["state"] == "effect-unknown" and "lost its lease 2 times" in status["reason"]
     assert [d["state"] for d in status["destinations"]] == ["uncertain"]
     ledger = quiet.store.ledger_get(key)
     assert ledger is not None and ledger.status == LedgerStatus.UNCERTAIN
-    history = services.history(quiet, sid)["events"]
+    history = quiet.reads.history(sid)["events"]
     assert [(e["actor"], e["status"]) for e in history if e["kind"] == "step"][-1] == ("sweeper", "uncertain")
 
-    done = services.reconcile(
-        people,
+    done = people.reviews.reconcile(
         sid,
         destination="memory:leases-give-up",
         outcome="confirmed",
@@ -127,7 +125,7 @@ def test_a_publish_that_keeps_losing_its_lease_is_effect_unknown_through_the_led
     assert ledger.result["reconciled_by"] == "erin"
     publishes = [
         e["status"]
-        for e in services.history(people, sid)["events"]
+        for e in people.reads.history(sid)["events"]
         if e["tool"] == "publish" and e["kind"] == "tool_call"
     ]
     assert set(publishes) <= {"replayed"}, "the destination is never called again"

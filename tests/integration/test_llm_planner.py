@@ -24,7 +24,6 @@ from typing import Any
 import pytest
 
 from evaluation.memory_store import MemoryHarnessStore
-from orchestrator import services
 from orchestrator.bootstrap import build_app, denied_specs
 from orchestrator.core.config import Settings
 from orchestrator.core.errors import InvalidInput
@@ -340,8 +339,7 @@ def test_a_configured_model_drives_the_writer_and_bad_arguments_fail_the_saga(
         app = build_app(
             Settings(**sqlite_app_settings, model=MODEL, model_base_url=server.url), memory_destinations=True
         )
-        out = services.submit(
-            app,
+        out = app.submissions.submit(
             brief="The history of the Millbrook library branches",
             corpus=str(corpus),
             destinations=["memory:llm-writer"],
@@ -353,6 +351,6 @@ def test_a_configured_model_drives_the_writer_and_bad_arguments_fail_the_saga(
     for body in server.bodies():
         assert [t["function"]["name"] for t in body["tools"]] == ["draft_write"]
         assert out["saga_id"] in body["messages"][1]["content"]
-    history = services.history(app, out["saga_id"])["events"]
+    history = app.reads.history(out["saga_id"])["events"]
     writer_calls = [e for e in history if e["kind"] == "tool_call" and e["actor"] == "writer"]
     assert [e["status"] for e in writer_calls] == ["rejected"] * 3

@@ -27,12 +27,11 @@ from sqlmodel import Session, select
 
 from evaluation.model_scripts import ESCAPING_SOURCE, EVIL_DESTINATION
 from evaluation.scripted_model import ScriptedModel
-from orchestrator import services
-from orchestrator.app import App
 from orchestrator.bootstrap import build_app
 from orchestrator.core.config import Settings
 from orchestrator.core.pipeline import Pipeline, parse_pipeline
 from orchestrator.harness.spec import ToolStatus
+from orchestrator.pressroom import Pressroom
 from orchestrator.store.db import unit_of_work
 from orchestrator.store.tables import ArtifactRow, EventRow, LedgerRow, SagaRow
 from orchestrator.toolpath.engine import Caller
@@ -121,7 +120,7 @@ class Contrary(Recorded):
 
 @dataclass
 class Saga:
-    app: App
+    app: Pressroom
     id: str
     corpus: Path
 
@@ -138,9 +137,9 @@ def make_saga(database_url: str, corpus: Path) -> Iterator[Saga]:
     app = build_app(
         Settings(database_url=database_url, broker_url="inline://", secret="s"), memory_destinations=True
     )
-    app.auto_drain = False  # the queued research is never delivered: the model roles do the work
-    out = services.submit(
-        app, brief=BRIEF, corpus=str(corpus), destinations=["memory:model-roles"], actor="sam"
+    app.consumer.auto_drain = False  # the queued research is never delivered: the model roles do the work
+    out = app.submissions.submit(
+        brief=BRIEF, corpus=str(corpus), destinations=["memory:model-roles"], actor="sam"
     )
     assert out["state"] == SagaState.PREPARING.value
     yield Saga(app, out["saga_id"], corpus)
@@ -425,8 +424,8 @@ def test_pressroom_model_still_drives_the_writer_of_the_default_pipeline(
             database_url=sqlite_url, broker_url="inline://", secret="s", model="m", model_base_url=model.url
         )
         app = build_app(settings, memory_destinations=True)
-        out = services.submit(
-            app, brief=BRIEF, corpus=str(corpus), destinations=["memory:env-model"], actor="sam"
+        out = app.submissions.submit(
+            brief=BRIEF, corpus=str(corpus), destinations=["memory:env-model"], actor="sam"
         )
         roles = [json.loads(b["messages"][1]["content"])["role"] for b in model.requests]
     try:

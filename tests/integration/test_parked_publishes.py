@@ -25,10 +25,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from sqlalchemy import update
 from sqlmodel import Session, col, select
 
-from orchestrator import services
-from orchestrator.app import App
 from orchestrator.bootstrap import sweep_leases
 from orchestrator.core.routing import PUBLISH
+from orchestrator.pressroom import Pressroom
 from orchestrator.store.outbox_tables import OutboxRow
 from orchestrator.store.tables import WorkRow, new_id, utcnow
 from outbox.messages import Envelope
@@ -46,7 +45,9 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return str(request.getfixturevalue("pg_url"))
 
 
-def _approved(db_url: str, tmp_path: Path, corpus: Path, *destinations: list[str]) -> tuple[App, list[str]]:
+def _approved(
+    db_url: str, tmp_path: Path, corpus: Path, *destinations: list[str]
+) -> tuple[Pressroom, list[str]]:
     """Sagas approved by a publisher app whose messages stay in the outbox (the test delivers them)."""
     inline = make_app(db_url, tmp_path)
     ids = [ready_saga(inline, corpus, dests)["saga_id"] for dests in destinations]
@@ -55,11 +56,11 @@ def _approved(db_url: str, tmp_path: Path, corpus: Path, *destinations: list[str
         db_url, tmp_path, broker_url="none://", destination_timeout=30.0, destination_concurrency=1
     )
     for sid in ids:
-        services.approve(app, sid, version=1, actor="erin")
+        app.reviews.approve(sid, version=1, actor="erin")
     return app, ids
 
 
-def _publish_messages(app: App, saga_id: str) -> list[Envelope]:
+def _publish_messages(app: Pressroom, saga_id: str) -> list[Envelope]:
     with Session(app.engine) as s:
         rows = s.exec(
             select(OutboxRow)
@@ -69,7 +70,7 @@ def _publish_messages(app: App, saga_id: str) -> list[Envelope]:
         return [envelope_of(r) for r in rows]
 
 
-def _work(app: App, saga_id: str) -> WorkRow:
+def _work(app: Pressroom, saga_id: str) -> WorkRow:
     with Session(app.engine) as s:
         return s.exec(select(WorkRow).where(WorkRow.saga_id == saga_id, WorkRow.task == PUBLISH)).one()
 
@@ -81,11 +82,13 @@ def _until(condition: object, what: str) -> None:
         time.sleep(0.01)
 
 
-def _first_in_flight(app: App, hook: WebhookServer, saga_id: str) -> tuple[threading.Thread, dict[str, str]]:
+def _first_in_flight(
+    app: Pressroom, hook: WebhookServer, saga_id: str
+) -> tuple[threading.Thread, dict[str, str]]:
     """Deliver `saga_id`'s publish in a thread and return once its POST is at the (stalling) webhook."""
     outcome: dict[str, str] = {}
     (env,) = _publish_messages(app, saga_id)
-    first = threading.Thread(target=lambda: outcome.update(first=app.handle(env)))
+    first = threading.Thread(target=lambda: outcome.update(first=app.consumer.handle(env)))
     first.start()
     _until(lambda: hook.posts >= 1, "the first saga's POST reached the webhook")
     return first, outcome
@@ -94,7 +97,7 @@ def _first_in_flight(app: App, hook: WebhookServer, saga_id: str) -> tuple[threa
 @contextmanager
 def _second_parked_behind_first(
     db_url: str, tmp_path: Path, corpus: Path
-) -> Iterator[tuple[WebhookServer, App, str, threading.Thread]]:
+) -> Iterator[tuple[WebhookServer, Pressroom, str, threading.Thread]]:
     """Two sagas on one stalled webhook: the first's call in flight; the second saga's id."""
     with WebhookServer("stall", stall_seconds=60.0) as hook:
         dest = f"webhook:{hook.url}"
@@ -134,7 +137,7 @@ def test_a_publish_at_the_limit_parks_and_runs_when_the_call_in_flight_ends(
         before = _work(app, b).attempts
 
         (delivery,) = _publish_messages(app, b)
-        assert app.handle(delivery) == "parked", "the call in flight holds the webhook's only turn"
+        assert app.consumer.handle(delivery) == "parked", "the call in flight holds the webhook's only turn"
 
         assert len(list(site.glob("*.md"))) == 1, "the destination with a free turn was published meanwhile"
         work = _work(app, b)
@@ -142,7 +145,7 @@ def test_a_publish_at_the_limit_parks_and_runs_when_the_call_in_flight_ends(
         assert work.attempts == before, "parking is not a failed attempt"
         assert hook.posts == 1, "the parked saga never called the webhook"
         assert _publish_messages(app, b) == [delivery], "not sent again while the call is in flight"
-        events = services.history(app, b)["events"]
+        events = app.reads.history(b)["events"]
         deferred = [e for e in events if e["kind"] == "message" and e["status"] == "deferred"]
         assert len(deferred) == 1 and f"webhook:{hook.url}" in deferred[0]["detail"]["reason"]
         assert app.runner.limits.waiting(f"webhook:{hook.url}") == 1
@@ -159,16 +162,16 @@ def test_a_publish_at_the_limit_parks_and_runs_when_the_call_in_flight_ends(
         hook.release()
         first.join(timeout=60)
         assert outcome == {"first": "applied"}
-        assert services.status(app, a)["state"] == "succeeded"
+        assert app.reads.status(a)["state"] == "succeeded"
         again = _publish_messages(app, b)
         assert len(again) == 2, "the call's end sent the parked work again"
         assert app.runner.limits.waiting(f"webhook:{hook.url}") == 0
 
-        assert app.handle(again[1]) == "applied"
-        assert services.status(app, b)["state"] == "succeeded"
+        assert app.consumer.handle(again[1]) == "applied"
+        assert app.reads.status(b)["state"] == "succeeded"
         assert hook.apply_count == 2 and hook.posts == 2, "one effect per key"
         assert len(list(site.glob("*.md"))) == 1
-        assert app.handle(delivery) in ("duplicate", "lease-held"), "the parked copy is spent"
+        assert app.consumer.handle(delivery) in ("duplicate", "lease-held"), "the parked copy is spent"
         app.close()
 
 
@@ -177,7 +180,7 @@ def test_parked_work_whose_wake_up_never_comes_is_sent_by_the_sweeper(
 ) -> None:
     with _second_parked_behind_first(db_url, tmp_path, corpus) as (hook, app, b, first):
         (delivery,) = _publish_messages(app, b)
-        assert app.handle(delivery) == "parked"
+        assert app.consumer.handle(delivery) == "parked"
         # The process "dies" before the call ends, and its wake-ups with it.
         app.runner.limits._waiting.clear()
         hook.release()
@@ -193,8 +196,8 @@ def test_parked_work_whose_wake_up_never_comes_is_sent_by_the_sweeper(
         assert sweep_leases(app) == 1
         resent = _publish_messages(app, b)
         assert len(resent) == 2
-        assert app.handle(resent[1]) == "applied"
-        assert services.status(app, b)["state"] == "succeeded"
+        assert app.consumer.handle(resent[1]) == "applied"
+        assert app.reads.status(b)["state"] == "succeeded"
         assert hook.apply_count == 2
 
 
@@ -202,23 +205,23 @@ def test_a_saga_parked_many_times_is_not_given_up(db_url: str, tmp_path: Path, c
     with _second_parked_behind_first(db_url, tmp_path, corpus) as (hook, app, b, first):
         (delivery,) = _publish_messages(app, b)
         for _ in range(app.settings.max_attempts + 2):  # each a new copy, as a wake-up sends
-            assert app.handle(delivery.model_copy(update={"message_id": new_id()})) == "parked"
+            assert app.consumer.handle(delivery.model_copy(update={"message_id": new_id()})) == "parked"
         assert _work(app, b).attempts == 0
         hook.release()
         first.join(timeout=60)
         latest = _publish_messages(app, b)[-1]
-        assert app.handle(latest) == "applied"
-        assert services.status(app, b)["state"] == "succeeded"
+        assert app.consumer.handle(latest) == "applied"
+        assert app.reads.status(b)["state"] == "succeeded"
 
 
 def test_a_parked_delivery_that_folded_its_lease_leaves_the_work_as_it_was(
     pg_url: str, tmp_path: Path, corpus: Path
 ) -> None:
     with _second_parked_behind_first(pg_url, tmp_path, corpus) as (hook, app, b, first):
-        app.short_queues = frozenset({"publisher"})  # B's claim inside its final transaction
+        app.consumer.short_queues = frozenset({"publisher"})  # B's claim inside its final transaction
         before = _work(app, b)
         (delivery,) = _publish_messages(app, b)
-        assert app.handle(delivery) == "parked"
+        assert app.consumer.handle(delivery) == "parked"
         after = _work(app, b)
         assert (after.holder, after.attempts, after.lease_until) == (
             before.holder,
@@ -227,8 +230,8 @@ def test_a_parked_delivery_that_folded_its_lease_leaves_the_work_as_it_was(
         ), "the claim was rolled back"
         hook.release()
         first.join(timeout=60)
-        app.short_queues = frozenset()
+        app.consumer.short_queues = frozenset()
         resent = _publish_messages(app, b)
         assert len(resent) == 2
-        assert app.handle(resent[1]) == "applied"
-        assert services.status(app, b)["state"] == "succeeded"
+        assert app.consumer.handle(resent[1]) == "applied"
+        assert app.reads.status(b)["state"] == "succeeded"

@@ -127,9 +127,8 @@ def test_sqlite_publish_message_held_back_then_delivered(tmp_path: Path, corpus:
         )  # the message waits in the outbox
         take_away(env, how, tokens["admin"])
         app = make_app(url, tmp_path)  # the publisher starts: the held message is delivered
-        assert app.relay is not None
         app.relay.run_once()
-        app.drain()
+        app.consumer.drain()
         admin_env = env | {"PRESSROOM_TOKEN": tokens["admin"]}
         check_not_published(
             run_json(admin_env, "status", sid), run_json(admin_env, "history", sid), hook, how
@@ -150,9 +149,8 @@ def test_an_unchanged_approver_publishes(tmp_path: Path, corpus: Path) -> None:
         tokens, sid = people_and_saga(env, corpus, f"webhook:{hook.url}")
         run_json(env, "approve", sid, "--version", "1", token=tokens["erin"])
         app = make_app(url, tmp_path)
-        assert app.relay is not None
         app.relay.run_once()
-        app.drain()
+        app.consumer.drain()
         assert run_json(env, "status", sid, token=tokens["erin"])["state"] == "succeeded"
         assert hook.posts == 1
 
@@ -173,9 +171,8 @@ def test_an_approval_given_in_open_mode_lapses_once_people_are_added(tmp_path: P
         run_json(env, "approve", sid, "--version", "1", "--as", "erin")  # the message waits in the outbox
         admin = run_json(env, "users", "add", "admin", "--role", "admin")["token"]
         app = make_app(url, tmp_path)
-        assert app.relay is not None
         app.relay.run_once()
-        app.drain()
+        app.consumer.drain()
         status = run_json(env, "status", sid, token=admin)
         history = run_json(env, "history", sid, token=admin)
         assert hook.requests == {}, f"the destination was called: {dict(hook.requests)}"

@@ -19,12 +19,11 @@ import pytest
 from celery.exceptions import DuplicateTaskNameWarning
 from sqlmodel import Session, col, delete, select
 
-from orchestrator import services
-from orchestrator.app import App
 from orchestrator.celery_app import make_celery
 from orchestrator.core.routing import DRAFT, REVIEW
 from orchestrator.harness.provenance import DataEnvelope
 from orchestrator.harness.spec import ToolCall
+from orchestrator.pressroom import Pressroom
 from orchestrator.store.db import unit_of_work
 from orchestrator.store.outbox_tables import OutboxRow
 from orchestrator.store.tables import RoleRunRow, SagaRow, WorkRow
@@ -114,14 +113,14 @@ def own_registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
-def app_with(db: str, tmp_path: Path, **settings: Any) -> App:
+def app_with(db: str, tmp_path: Path, **settings: Any) -> Pressroom:
     folder = tmp_path / "pipelines"
     folder.mkdir(exist_ok=True)
     (folder / "factchecked.toml").write_text(FACTCHECKED, encoding="utf-8")
     return make_app(db, tmp_path, pipelines_dir=folder, **settings)
 
 
-def runs(app: App, saga_id: str) -> dict[int, dict[str, tuple[str, str | None]]]:
+def runs(app: Pressroom, saga_id: str) -> dict[int, dict[str, tuple[str, str | None]]]:
     """round -> role -> (state, verdict)."""
     out: dict[int, dict[str, tuple[str, str | None]]] = {}
     with Session(app.engine) as s:
@@ -131,9 +130,9 @@ def runs(app: App, saga_id: str) -> dict[int, dict[str, tuple[str, str | None]]]
     return out
 
 
-def submit(app: App, corpus: Path, pipeline: str | None = None) -> dict[str, Any]:
-    return services.submit(
-        app, brief=BRIEF, corpus=str(corpus), destinations=["memory:r"], actor="dana", pipeline=pipeline
+def submit(app: Pressroom, corpus: Path, pipeline: str | None = None) -> dict[str, Any]:
+    return app.submissions.submit(
+        brief=BRIEF, corpus=str(corpus), destinations=["memory:r"], actor="dana", pipeline=pipeline
     )
 
 
@@ -144,21 +143,21 @@ def test_the_default_pipeline_prepares_in_rounds(either_db_url: str, tmp_path: P
     assert ready["state"] == "ready-for-review" and ready["version"] == 1
     first = {"researcher": ("done", None), "writer": ("done", None), "reviewer": ("done", "pass")}
     assert runs(app, sid) == {1: first}
-    review = services.show(app, sid)["review"]
+    review = app.reads.show(sid)["review"]
     assert review["verdict"] == "pass" and review["reviewers"]["reviewer"]["verdict"] == "pass"
 
     # A rejection: the writers and every role after them, not the research.
-    again = services.reject(app, sid, actor="rita", reason="citation [2] is off the brief")
+    again = app.reviews.reject(sid, actor="rita", reason="citation [2] is off the brief")
     assert again["state"] == "ready-for-review" and again["version"] == 2
     assert runs(app, sid)[2] == {"writer": ("done", None), "reviewer": ("done", "pass")}
 
     # An edit: the reviewers alone read the person's text; its failed review is reported, never rewritten.
-    text = services.show(app, sid)["markdown"]
+    text = app.reads.show(sid)["markdown"]
     edited = tmp_path / "edited.md"
     edited.write_text(
         text.replace("four fixed locations and one bookmobile.", "cats in every window."), "utf-8"
     )
-    reported = services.edit(app, sid, path=str(edited), actor="gina")
+    reported = app.reviews.edit(sid, path=str(edited), actor="gina")
     assert reported["state"] == "ready-for-review" and reported["version"] == 3
     assert reported["reason"].startswith("the automated review of gina's version 3 requests changes (")
     assert runs(app, sid)[3] == {"reviewer": ("done", "fail")}
@@ -185,11 +184,11 @@ def test_a_kind_defined_here_reviews_beside_the_builtin_reviewer(
             "facts": ("done", "pass"),
         }
     }
-    reviewers = services.show(app, ready["saga_id"])["review"]["reviewers"]
+    reviewers = app.reads.show(ready["saga_id"])["review"]["reviewers"]
     assert {role: r["verdict"] for role, r in reviewers.items()} == {"sources": "pass", "facts": "pass"}
     read = _tool_events(app, ready["saga_id"], "corpus.read")
     assert any(e["actor"] == "facts" for e in read), "the factcheck's turn went through the tool path"
-    fork = services.fork(app, ready["saga_id"], version=1, actor="olga")["saga_id"]
+    fork = app.reviews.fork(ready["saga_id"], version=1, actor="olga")["saga_id"]
     with Session(app.engine) as s:  # a fork rejected later prepares with the original's pipeline
         original, copy = s.get_one(SagaRow, ready["saga_id"]), s.get_one(SagaRow, fork)
         assert (copy.pipeline, copy.pipeline_digest) == ("factchecked", original.pipeline_digest)
@@ -215,7 +214,7 @@ def test_one_failing_reviewer_sends_the_draft_back_and_both_verdicts_show(
         assert shown == {"sources": "pass", "facts": "changes_requested"}
         assert [f["rule"] for f in first.review["findings"]] == ["quote-not-verbatim"]
         assert s.get_one(SagaRow, sid).review_rounds == 1
-    assert "bookmobile" not in services.show(app, sid)["markdown"]
+    assert "bookmobile" not in app.reads.show(sid)["markdown"]
 
 
 def test_out_of_revision_rounds_fails_with_the_rules(
@@ -239,19 +238,21 @@ def test_a_finding_the_writer_cannot_act_on_returns_the_head_unchanged(
     assert runs(app, back["saga_id"])[2]["draft"] == ("unchanged", None)
 
 
-def _outbox(app: App, task: str) -> list[OutboxRow]:
+def _outbox(app: Pressroom, task: str) -> list[OutboxRow]:
     with Session(app.engine) as s:
         return list(
             s.exec(select(OutboxRow).where(OutboxRow.task == task).order_by(col(OutboxRow.created_at)))
         )
 
 
-def _tool_events(app: App, saga_id: str, tool: str) -> list[dict[str, Any]]:
-    return [e for e in services.history(app, saga_id)["events"] if e.get("tool") == tool]
+def _tool_events(app: Pressroom, saga_id: str, tool: str) -> list[dict[str, Any]]:
+    return [e for e in app.reads.history(saga_id)["events"] if e.get("tool") == tool]
 
 
-def _deliver(app: App, row: OutboxRow) -> str:
-    return app.handle(Envelope(message_id=row.id, task=row.task, queue=row.queue, payload=row.payload))
+def _deliver(app: Pressroom, row: OutboxRow) -> str:
+    return app.consumer.handle(
+        Envelope(message_id=row.id, task=row.task, queue=row.queue, payload=row.payload)
+    )
 
 
 def test_an_earlier_rounds_message_changes_nothing_and_a_wider_handoff_fails(
@@ -260,24 +261,28 @@ def test_an_earlier_rounds_message_changes_nothing_and_a_wider_handoff_fails(
     app = make_app(either_db_url, tmp_path)
     sid = submit(app, corpus)["saga_id"]
     held = make_app(either_db_url, tmp_path, broker_url="none://")
-    services.reject(held, sid, actor="rita", reason="citation [2] is off the brief")  # round 2, queued only
+    held.reviews.reject(sid, actor="rita", reason="citation [2] is off the brief")  # round 2, queued only
     with unit_of_work(held.engine) as uow:  # a writer's message of round 1, arriving late
-        held.dispatch(uow, saga_id=sid, task=DRAFT, round=1, role="writer", capabilities=("draft.write",))
+        held.dispatcher.dispatch(
+            uow, saga_id=sid, task=DRAFT, round=1, role="writer", capabilities=("draft.write",)
+        )
     stale, real = sorted(_outbox(app, DRAFT)[-2:], key=lambda r: r.payload["round"])
     assert (stale.payload["round"], real.payload["round"]) == (1, 2)
     drafts = len(_tool_events(app, sid, "draft.write"))
     assert _deliver(app, stale) == "applied"
-    status = services.status(app, sid)
+    status = app.reads.status(sid)
     assert status["state"] == "preparing" and status["version"] == 1, "the stale message wrote nothing"
     assert runs(app, sid)[2] == {"writer": ("queued", None), "reviewer": ("waiting", None)}
     assert len(_tool_events(app, sid, "draft.write")) == drafts, "nor did it run the writer"
     with unit_of_work(held.engine) as uow:  # the writer's task, naming a role of another kind
-        held.dispatch(uow, saga_id=sid, task=DRAFT, round=2, role="reviewer", capabilities=("draft.write",))
+        held.dispatcher.dispatch(
+            uow, saga_id=sid, task=DRAFT, round=2, role="reviewer", capabilities=("draft.write",)
+        )
     assert _deliver(app, _outbox(app, DRAFT)[-1]) == "applied"
-    assert len(_tool_events(app, sid, "draft.write")) == drafts and services.status(app, sid)["version"] == 1
+    assert len(_tool_events(app, sid, "draft.write")) == drafts and app.reads.status(sid)["version"] == 1
     reviews = len(_tool_events(app, sid, "review.record"))
     with unit_of_work(held.engine) as uow:  # a reviewer's message for a version that is not the head
-        held.dispatch(
+        held.dispatcher.dispatch(
             uow, saga_id=sid, task=REVIEW, round=2, role="reviewer", version=2, version_digest="0" * 64
         )
     assert _deliver(app, _outbox(app, REVIEW)[-1]) == "applied"
@@ -285,18 +290,18 @@ def test_an_earlier_rounds_message_changes_nothing_and_a_wider_handoff_fails(
 
     # A handoff of this round asking the writer for more than its kind may have: the saga fails.
     with unit_of_work(held.engine) as uow:
-        held.dispatch(
+        held.dispatcher.dispatch(
             uow, saga_id=sid, task=DRAFT, round=2, role="writer", capabilities=("draft.write", "publish")
         )
     assert _deliver(app, _outbox(app, DRAFT)[-1]) == "applied"
-    failed = services.status(app, sid)
+    failed = app.reads.status(sid)
     assert failed["state"] == "failed" and failed["reason"].startswith("refused handoff: ")
     assert "publish" in failed["reason"] and runs(app, sid)[2]["writer"][0] == "failed"
-    assert _deliver(app, real) == "applied" and services.status(app, sid)["version"] == 1
+    assert _deliver(app, real) == "applied" and app.reads.status(sid)["version"] == 1
 
     # A retry prepares again: a round of every role.
     # The same evidence gives the head's text again: no identical version, the reviewer reads the head.
-    retried = services.retry(app, sid, actor="olga")
+    retried = app.reviews.retry(sid, actor="olga")
     assert retried["state"] == "ready-for-review" and retried["version"] == 1, retried
     assert runs(app, sid)[3] == {
         "researcher": ("done", None),
@@ -341,8 +346,10 @@ def test_a_role_that_calls_a_model_never_takes_its_lease_in_its_final_transactio
     (draft,) = _outbox(app, DRAFT)
     handoff = Handoff.model_validate(draft.payload)
     assert (handoff.role, handoff.round, handoff.uses_model) == ("writer", 1, True)
-    assert not app.folds_lease(draft.queue, handoff), "a model call never runs under the work row's lock"
-    assert app.folds_lease(draft.queue, handoff.model_copy(update={"uses_model": False}))
+    assert not app.consumer.folds_lease(draft.queue, handoff), (
+        "a model call never runs under the work row's lock"
+    )
+    assert app.consumer.folds_lease(draft.queue, handoff.model_copy(update={"uses_model": False}))
     assert runs(app, sid)[1]["writer"] == ("queued", None)
     seen: list[str | None] = []
 
@@ -364,9 +371,9 @@ def test_a_run_already_finished_is_not_finished_again(
     with unit_of_work(app.engine) as uow:
         saga = records.load_saga(uow.session, sid, lock=True)
         late = Outcome.failed("a late copy")
-        assert finish_run(uow, app.dispatch, saga, "writer", late, max_revisions=2) is None
-        assert finish_run(uow, app.dispatch, saga, "nobody", late, max_revisions=2) is None
-    assert services.status(app, sid)["state"] == "ready-for-review"
+        assert finish_run(uow, app.dispatcher.dispatch, saga, "writer", late, max_revisions=2) is None
+        assert finish_run(uow, app.dispatcher.dispatch, saga, "nobody", late, max_revisions=2) is None
+    assert app.reads.status(sid)["state"] == "ready-for-review"
     assert runs(app, sid)[1]["writer"] == ("done", None)
 
 
@@ -376,7 +383,7 @@ def test_a_turn_whose_round_ended_meanwhile_writes_nothing(
     app = make_app(either_db_url, tmp_path)
     sid = submit(app, corpus)["saga_id"]
     held = make_app(either_db_url, tmp_path, broker_url="none://")
-    services.reject(held, sid, actor="rita", reason="citation [2] is off the brief")
+    held.reviews.reject(sid, actor="rita", reason="citation [2] is off the brief")
     draft = _outbox(app, DRAFT)[-1]
     finalize = app.handlers[DRAFT](Handoff.model_validate(draft.payload), draft.id)  # the writer's turn ran
     with unit_of_work(app.engine) as uow:  # ...while the saga moved to another round
@@ -385,7 +392,7 @@ def test_a_turn_whose_round_ended_meanwhile_writes_nothing(
         uow.session.add(saga)
     with unit_of_work(app.engine) as uow:
         finalize(uow)
-    assert services.status(app, sid)["version"] == 1
+    assert app.reads.status(sid)["version"] == 1
     assert runs(app, sid)[2]["writer"] == ("queued", None)
 
 
@@ -401,13 +408,13 @@ def test_a_saga_preparing_from_before_the_rounds_is_prepared_again(
         saga = uow.session.get_one(SagaRow, sid)
         saga.prep_round = 0
         uow.session.add(saga)
-        held.dispatch(uow, saga_id=sid, task=DRAFT, capabilities=("draft.write",))
+        held.dispatcher.dispatch(uow, saga_id=sid, task=DRAFT, capabilities=("draft.write",))
     app = make_app(either_db_url, tmp_path)
     old = _outbox(app, DRAFT)[-1]
     assert "role" not in old.payload or old.payload["role"] is None
     assert _deliver(app, old) == "applied"
-    app.drain()  # the new round's messages, delivered in this process
-    ready = services.status(app, sid)
+    app.consumer.drain()  # the new round's messages, delivered in this process
+    ready = app.reads.status(sid)
     assert ready["state"] == "ready-for-review" and ready["version"] == 1, ready
     assert runs(app, sid) == {
         1: {"researcher": ("done", None), "writer": ("done", None), "reviewer": ("done", "pass")}

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import services
 from orchestrator.core.clock import ManualClock
 from orchestrator.core.errors import InvalidInput, Refused
 from orchestrator.store.outbox_tables import OutboxRow
@@ -39,8 +38,8 @@ def test_second_destination_fails_definitely_first_is_compensated(
     with WebhookServer("reject") as hook:
         url = hook.url
         saga = ready_saga(app, corpus, [f"site:{site}", f"webhook:{url}"])
-        out = services.approve(app, saga["saga_id"], version=saga["version"], actor="erin")
-        status = services.status(app, saga["saga_id"])
+        out = app.reviews.approve(saga["saga_id"], version=saga["version"], actor="erin")
+        status = app.reads.status(saga["saga_id"])
         assert status["state"] == "failed", status
         assert hook.apply_count == 0
     assert not list(site.glob("*.md")), "the site page was compensated"
@@ -59,20 +58,18 @@ def test_stall_without_status_is_effect_unknown_until_a_person_confirms(
     with WebhookServer("stall", stall_seconds=3, status=False) as hook:
         saga = ready_saga(app, corpus, [f"webhook:{hook.url}"])
         sid = saga["saga_id"]
-        services.approve(app, sid, version=saga["version"], actor="erin")
-        assert services.status(app, sid)["state"] == "effect-unknown"
+        app.reviews.approve(sid, version=saga["version"], actor="erin")
+        assert app.reads.status(sid)["state"] == "effect-unknown"
         assert hook.posts == 1 and hook.apply_count == 1
         # Nothing retries an uncertain step on its own: run the publisher again.
-        assert app.relay is not None
         app.relay.sweep()
-        app.drain()
+        app.consumer.drain()
         assert hook.posts == 1
         with pytest.raises(InvalidInput):
-            services.reconcile(
-                app, sid, destination=f"webhook:{hook.url}", outcome="confirmed", actor="", reason="x"
+            app.reviews.reconcile(
+                sid, destination=f"webhook:{hook.url}", outcome="confirmed", actor="", reason="x"
             )
-        status = services.reconcile(
-            app,
+        status = app.reviews.reconcile(
             sid,
             destination=f"webhook:{hook.url}",
             outcome="confirmed",
@@ -81,7 +78,7 @@ def test_stall_without_status_is_effect_unknown_until_a_person_confirms(
         )
         assert status["state"] == "succeeded"
         assert hook.posts == 1, "confirmed never calls the destination again"
-    events = services.history(app, sid)["events"]
+    events = app.reads.history(sid)["events"]
     rec = [e for e in events if e["kind"] == "reconcile"]
     assert rec and rec[0]["actor"] == "frank" and rec[0]["detail"]["reason"] == "seen in the CMS"
 
@@ -92,8 +89,8 @@ def test_stall_with_status_endpoint_resolves_without_a_person(
     app = make_app(db_url, tmp_path)
     with WebhookServer("stall", stall_seconds=3) as hook:
         saga = ready_saga(app, corpus, [f"webhook:{hook.url}"])
-        services.approve(app, saga["saga_id"], version=saga["version"], actor="erin")
-        status = services.status(app, saga["saga_id"])
+        app.reviews.approve(saga["saga_id"], version=saga["version"], actor="erin")
+        status = app.reads.status(saga["saga_id"])
         assert status["state"] == "succeeded", status
         assert hook.posts == 1 and hook.requests["GET"] == 1
         assert (
@@ -109,11 +106,10 @@ def test_reconcile_absent_lets_the_step_run_again_with_the_same_key(
     with WebhookServer("stall", stall_seconds=3, status=False) as hook:
         saga = ready_saga(app, corpus, [f"webhook:{hook.url}"])
         sid = saga["saga_id"]
-        services.approve(app, sid, version=saga["version"], actor="erin")
-        key = services.status(app, sid)["destinations"][0]["idempotency_key"]
+        app.reviews.approve(sid, version=saga["version"], actor="erin")
+        key = app.reads.status(sid)["destinations"][0]["idempotency_key"]
         hook.set_mode("normal")
-        status = services.reconcile(
-            app,
+        status = app.reviews.reconcile(
             sid,
             destination=f"webhook:{hook.url}",
             outcome="absent",
@@ -131,9 +127,9 @@ def test_publish_message_delivered_twice_and_approve_twice_give_one_effect(
     app = make_app(db_url, tmp_path)
     saga = ready_saga(app, corpus, ["memory:twice"])
     sid = saga["saga_id"]
-    services.approve(app, sid, version=saga["version"], actor="erin")
+    app.reviews.approve(sid, version=saga["version"], actor="erin")
     with pytest.raises(Refused):
-        services.approve(app, sid, version=saga["version"], actor="erin")
+        app.reviews.approve(sid, version=saga["version"], actor="erin")
     from sqlmodel import Session, select
 
     with Session(app.engine) as s:
@@ -141,11 +137,11 @@ def test_publish_message_delivered_twice_and_approve_twice_give_one_effect(
         env = Envelope(
             message_id=row.id, task=row.task, queue=row.queue, payload=row.payload, headers=row.headers
         )
-    assert app.handle(env) == "duplicate"
+    assert app.consumer.handle(env) == "duplicate"
     copy = env.model_copy(update={"message_id": "redelivered-copy"})
-    assert app.handle(copy) == "lease-held"
+    assert app.consumer.handle(copy) == "lease-held"
     assert memory_store("twice").effects == 1
-    assert services.status(app, sid)["state"] == "succeeded"
+    assert app.reads.status(sid)["state"] == "succeeded"
 
 
 def test_edit_after_approval_voids_it_and_nothing_publishes_until_v2_is_approved(
@@ -154,22 +150,21 @@ def test_edit_after_approval_voids_it_and_nothing_publishes_until_v2_is_approved
     held = make_app(db_url, tmp_path, broker_url="none://")  # the publish message waits in the outbox
     saga = ready_saga(make_app(db_url, tmp_path), corpus, ["memory:edits"])
     sid = saga["saga_id"]
-    services.approve(held, sid, version=1, actor="erin")
+    held.reviews.approve(sid, version=1, actor="erin")
     edited = tmp_path / "v2.md"
-    v1 = services.show(held, sid, 1)
+    v1 = held.reads.show(sid, 1)
     edited.write_text(v1["markdown"].replace("\n## ", "\n## Reviewed by the desk: ", 1), encoding="utf-8")
     app = make_app(db_url, tmp_path)
-    status = services.edit(app, sid, path=str(edited), actor="gina")
+    status = app.reviews.edit(sid, path=str(edited), actor="gina")
     assert status["version"] == 2
     assert status["approval"]["voided_at"] is not None
-    assert app.relay is not None
     app.relay.run_once()  # the old publish message is finally delivered
-    app.drain()
+    app.consumer.drain()
     assert memory_store("edits").effects == 0, "a voided approval publishes nothing"
-    assert services.status(app, sid)["state"] == "ready-for-review", services.show(app, sid, 2)["review"]
-    services.approve(app, sid, version=2, actor="erin")
+    assert app.reads.status(sid)["state"] == "ready-for-review", app.reads.show(sid, 2)["review"]
+    app.reviews.approve(sid, version=2, actor="erin")
     assert memory_store("edits").effects == 1
-    assert services.status(app, sid)["state"] == "succeeded"
+    assert app.reads.status(sid)["state"] == "succeeded"
 
 
 def test_expired_approval_sends_the_saga_back_for_a_new_one(
@@ -179,13 +174,12 @@ def test_expired_approval_sends_the_saga_back_for_a_new_one(
     held = make_app(db_url, tmp_path, broker_url="none://", clock=clock)
     saga = ready_saga(make_app(db_url, tmp_path), corpus, ["memory:late"])
     sid = saga["saga_id"]
-    services.approve(held, sid, version=1, actor="erin", expires_in="1s")
+    held.reviews.approve(sid, version=1, actor="erin", expires_in="1s")
     clock.advance(2)  # the approval expires on the clock the app is given: no waiting
     app = make_app(db_url, tmp_path, clock=clock)
-    assert app.relay is not None
     app.relay.run_once()
-    app.drain()
-    status = services.status(app, sid)
+    app.consumer.drain()
+    status = app.reads.status(sid)
     assert status["state"] == "ready-for-review" and "expired" in (status["reason"] or "")
     assert memory_store("late").effects == 0
 
@@ -193,7 +187,7 @@ def test_expired_approval_sends_the_saga_back_for_a_new_one(
 def test_site_page_bytes_equal_the_version(db_url: str, tmp_path: Path, corpus: Path) -> None:
     app = make_app(db_url, tmp_path)
     saga = ready_saga(app, corpus, [f"site:{tmp_path / 'site'}"])
-    services.approve(app, saga["saga_id"], version=1, actor="erin")
-    status = services.status(app, saga["saga_id"])
+    app.reviews.approve(saga["saga_id"], version=1, actor="erin")
+    status = app.reads.status(saga["saga_id"])
     page = Path(status["destinations"][0]["receipt"]["path"])
     assert hashlib.sha256(page.read_bytes()).hexdigest() == status["version_digest"]

@@ -13,7 +13,6 @@ import pytest
 from sqlalchemy import event, func, select, text
 from sqlalchemy.exc import OperationalError
 
-from orchestrator import services
 from orchestrator.core.errors import NotFound
 from orchestrator.store.db import unit_of_work
 from orchestrator.store.tables import ArtifactRow
@@ -30,8 +29,8 @@ DRAFT = Draft(title="Branches", markdown="# Branches\n\nThe bookmobile came firs
 def _submitted(url: str, tmp_path: Path, corpus: Path) -> tuple[Any, str]:
     """An app with no broker (nothing runs the roles) and a saga just submitted on it."""
     app = make_app(url, tmp_path, broker_url="none://")
-    status = services.submit(
-        app, brief="branches", corpus=str(corpus), destinations=["memory:a"], actor="dana"
+    status = app.submissions.submit(
+        brief="branches", corpus=str(corpus), destinations=["memory:a"], actor="dana"
     )
     return app, str(status["saga_id"])
 
@@ -102,7 +101,7 @@ def test_start_execution_returns_the_rows_a_fresh_read_finds_in_position_order(
     app = make_app(either_db_url, tmp_path)
     sid = ready_saga(app, corpus, dests)["saga_id"]
     quiet = make_app(either_db_url, tmp_path, broker_url="none://")  # nothing runs the publisher
-    digest = services.approve(quiet, sid, version=1, actor="erin")["version_digest"]
+    digest = quiet.reviews.approve(sid, version=1, actor="erin")["version_digest"]
     with unit_of_work(quiet.engine) as uow:
         saga = records.load_saga(uow.session, sid, lock=True)
         made = start_execution(uow.session, saga, digest, records.steps(uow.session, sid))

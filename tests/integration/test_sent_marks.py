@@ -178,15 +178,13 @@ def test_closing_an_app_writes_its_marks_and_stops_writing(
     tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import outbox.writer as writer
-    from orchestrator import services
     from orchestrator.bootstrap import build_app
     from orchestrator.core.config import Settings
 
     monkeypatch.setattr(writer, "IDLE_SECONDS", 600.0)  # only closing ends the thread in time
     url = f"sqlite:///{tmp_path / 'p.db'}"
     app = build_app(Settings(database_url=url, broker_url="inline://", secret="t"))
-    services.submit(
-        app,
+    app.submissions.submit(
         brief="history of the library network",
         corpus=str(corpus),
         destinations=[f"site:{tmp_path / 'site'}"],

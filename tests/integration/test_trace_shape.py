@@ -11,7 +11,6 @@ import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from orchestrator import services
 from telemetry import names, setup
 from tests.integration.helpers import make_app, ready_saga
 from tests.support.webhook_server import WebhookServer
@@ -39,7 +38,7 @@ def test_every_tool_has_its_phases_as_siblings(
 ) -> None:
     app = make_app(f"sqlite:///{tmp_path / 'p.db'}", tmp_path)
     sid = ready_saga(app, corpus, [f"site:{tmp_path / 'site'}"])["saga_id"]
-    services.approve(app, sid, version=1, actor="erin")
+    app.reviews.approve(sid, version=1, actor="erin")
 
     finished = memory.get_finished_spans()
     actions = _actions(finished)
@@ -67,7 +66,7 @@ def test_publish_status_and_compensate_name_their_destination(
         url = hook.url
         secret_url = url.replace("http://", "http://user:pw@") + "?token=abc"
         sid = ready_saga(app, corpus, [site, f"webhook:{secret_url}"])["saga_id"]
-        out = services.approve(app, sid, version=1, actor="erin")
+        out = app.reviews.approve(sid, version=1, actor="erin")
     assert out["state"] == "failed"
 
     finished = memory.get_finished_spans()

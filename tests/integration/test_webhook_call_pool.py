@@ -11,7 +11,6 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from orchestrator import services
 from tests.integration.helpers import make_app, ready_saga
 from tests.support.webhook_server import ReferenceReceiver
 
@@ -44,11 +43,11 @@ def test_the_maximum_destinations_publish_with_a_bounded_number_of_threads(
         sampler = threading.Thread(target=count_threads, name="sampler")
         sampler.start()
         try:
-            services.approve(app, saga["saga_id"], version=saga["version"], actor="erin")
+            app.reviews.approve(saga["saga_id"], version=saga["version"], actor="erin")
         finally:
             stop.set()
             sampler.join()
-        status = services.status(app, saga["saga_id"])
+        status = app.reads.status(saga["saga_id"])
         assert status["state"] == "succeeded", status
         assert len(receiver.keys("applied")) == most
         assert 2 <= receiver.most_in_flight() <= bound, "concurrent, and never more calls than the pool"

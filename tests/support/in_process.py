@@ -15,16 +15,16 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from orchestrator import people, services
-from orchestrator.app import App
+from orchestrator import people
 from orchestrator.bootstrap import build_app
 from orchestrator.core.config import Settings
+from orchestrator.pressroom import Pressroom
 
 EVERY_ROLE = ("admin", "author", "reviewer", "operator")
 
 
 @contextmanager
-def app_for(env: Mapping[str, str], cwd: Path) -> Iterator[App]:
+def app_for(env: Mapping[str, str], cwd: Path) -> Iterator[Pressroom]:
     """The app `pressroom` would build from `env` when run in `cwd`."""
     values: dict[str, object] = {
         k.removeprefix("PRESSROOM_").lower(): v for k, v in env.items() if k.startswith("PRESSROOM_")
@@ -68,8 +68,8 @@ def submit(
     """A saga submitted by the holder of `token` (closed mode) or by `actor` (open mode); its id."""
     with app_for(env, cwd) as app:
         who = people.resolve(app.people, token=token, claimed=actor)
-        out = services.submit(
-            app, brief=brief, corpus=str(corpus), destinations=list(destinations), actor=who
+        out = app.submissions.submit(
+            brief=brief, corpus=str(corpus), destinations=list(destinations), actor=who
         )
     return str(out["saga_id"])
 
@@ -87,4 +87,4 @@ def approve(
     approve` would: by the holder of `token`, or by `actor` in open mode."""
     with app_for(env, cwd) as app:
         who = people.resolve(app.people, token=token, claimed=actor)
-        return services.approve(app, saga_id, version=version, actor=who)
+        return app.reviews.approve(saga_id, version=version, actor=who)

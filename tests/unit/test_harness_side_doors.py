@@ -107,7 +107,7 @@ def test_celery_tasks_hand_every_message_to_app_handle() -> None:
         for node in ast.walk(tree)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "handle"
     ]
-    assert handle_calls, "the task body should call App.handle"
+    assert handle_calls, "the task body should call Consumer.handle"
 
 
 def test_the_mcp_server_calls_tools_only_through_the_harness() -> None:
@@ -116,10 +116,10 @@ def test_the_mcp_server_calls_tools_only_through_the_harness() -> None:
 
 
 def test_app_exposes_tools_only_through_the_registry_the_harness_wraps() -> None:
-    from orchestrator.app import App
+    from orchestrator.pressroom import Pressroom
 
-    hints = typing.get_type_hints(App)
-    fields = {f.name: hints[f.name] for f in dataclasses.fields(App)}
+    hints = typing.get_type_hints(Pressroom)
+    fields = {f.name: hints[f.name] for f in dataclasses.fields(Pressroom)}
     text = {name: str(tp) for name, tp in fields.items()}
     assert [n for n, t in text.items() if "ToolSpec" in t or "Executor" in t] == []
     assert [n for n, t in text.items() if "Registry" in t] == ["registry"]
@@ -128,7 +128,7 @@ def test_app_exposes_tools_only_through_the_registry_the_harness_wraps() -> None
 
 
 def test_app_holds_no_destination_handle() -> None:
-    from orchestrator.app import App
+    from orchestrator.pressroom import Pressroom
 
-    hints = typing.get_type_hints(App)
-    assert [f.name for f in dataclasses.fields(App) if "Destination" in str(hints[f.name])] == []
+    hints = typing.get_type_hints(Pressroom)
+    assert [f.name for f in dataclasses.fields(Pressroom) if "Destination" in str(hints[f.name])] == []

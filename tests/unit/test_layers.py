@@ -1,8 +1,10 @@
 """The layers, read from the code: every import (lazy and type-only ones included) by `ast`.
 
 Packages (and subpackages) form no cycle, and nothing below the entry points
-imports the composition root, the assembled `App` or an entry point. The
-order checked here is the one `docs/architecture.md` draws.
+imports the composition root (`bootstrap`, its `Pressroom`) or an entry point.
+The use cases import neither the composition root nor the old assembled `App`
+module, which stays gone; the message consumer and dispatcher live in `outbox/`.
+The order checked here is the one `docs/architecture.md` draws.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ TOP = ("orchestrator", "sagas", "outbox", "roles", "telemetry", "evaluation")
 COMPOSITION = (
     "orchestrator.app",
     "orchestrator.bootstrap",
+    "orchestrator.pressroom",
     "orchestrator.celery_app",
     "orchestrator.entrypoints",
 )
@@ -30,6 +33,15 @@ BELOW_ENTRY_POINTS = (
     "orchestrator.harness",
     "orchestrator.toolpath",
     "orchestrator.core",
+)
+# The use-case modules: each class takes what it uses in its constructor, from `bootstrap`.
+USE_CASES = (
+    "orchestrator.comments",
+    "orchestrator.operations",
+    "orchestrator.reads",
+    "orchestrator.saga_tools",
+    "orchestrator.services",
+    "orchestrator.submission",
 )
 # docs/architecture.md, bottom to top: a package may import only packages listed before it.
 LAYERS = (
@@ -134,6 +146,33 @@ def test_nothing_below_the_entry_points_imports_the_composition_root(lower: str)
         if any(target == c or target.startswith(c + ".") for c in COMPOSITION)
     ]
     assert offenders == []
+
+
+@pytest.mark.parametrize("use_case", USE_CASES)
+def test_use_cases_import_no_composition_root(use_case: str) -> None:
+    path = ROOT.joinpath(*use_case.split(".")).with_suffix(".py")
+    offenders = [
+        target
+        for target in imports(path)
+        if any(target == c or target.startswith(c + ".") for c in COMPOSITION)
+    ]
+    assert offenders == [], f"{use_case} imports {offenders}: hand it what it uses instead"
+
+
+def test_the_assembled_app_module_stays_gone() -> None:
+    """Use cases are objects built by `bootstrap`; no module holds them all with the consumer."""
+    assert not (ROOT / "orchestrator" / "app.py").exists()
+
+
+def test_messaging_lives_in_outbox() -> None:
+    """The dispatcher and the consumer are `outbox/` objects, and nothing else defines them."""
+    defined = sorted(
+        (node.name, name)
+        for name, path in modules()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ClassDef) and node.name in ("Consumer", "Dispatcher")
+    )
+    assert defined == [("Consumer", "outbox.consumer"), ("Dispatcher", "outbox.dispatch")]
 
 
 def test_the_check_sees_a_planted_cycle(tmp_path: Path) -> None:
