@@ -32,12 +32,13 @@ from outbox.broker import Broker, CeleryBroker, InlineBroker, NullBroker
 from outbox.relay import Relay
 from outbox.writer import Outbox
 from roles.index import CorpusIndexes
+from sagas.destination_limits import DestinationLimits
 from sagas.destinations.base import Destination
 from sagas.destinations.registry import open_destination as open_real_destination
 from sagas.destinations.webhook_urls import WebhookAllow
 from sagas.leases import give_up
 from sagas.publishing import PublishingTools
-from sagas.runner import DestinationLimits, SagaRunner
+from sagas.runner import SagaRunner
 from telemetry.propagation import system_for_broker_url
 
 
@@ -104,6 +105,7 @@ def build_app(
             link_hosts=settings.allowed_link_hosts(),
             webhook_allow=webhook_allow,
             roots=settings.roots(),
+            settings=settings,
         )
     )
     indexes = indexes or CorpusIndexes(settings.index_folder())

@@ -32,10 +32,10 @@ from orchestrator.store.tables import SagaRow
 from orchestrator.store.work import abandon_open_work
 from orchestrator.toolpath.call import Caller
 from sagas import decider, records
+from sagas.execution_steps import approval_refusal
 from sagas.machine import SagaEvent, SagaState
 from sagas.reconcile import takedown as take_down
 from sagas.reducer import PRUNED, snapshot_detail, stored_view
-from sagas.runner import approval_refusal
 from telemetry import names
 
 SWEEPER = "sweeper"
