@@ -45,12 +45,13 @@ from outbox.handlers import Handler
 from outbox.relay import Relay
 from outbox.writer import Outbox
 from roles.index import CorpusIndexes
+from sagas.destination_limits import DestinationLimits
 from sagas.destinations.base import Destination
 from sagas.destinations.registry import open_destination as open_real_destination
 from sagas.destinations.webhook_urls import WebhookAllow
 from sagas.leases import give_up
 from sagas.publishing import PublishingTools
-from sagas.runner import DestinationLimits, SagaRunner
+from sagas.runner import SagaRunner
 from telemetry.propagation import system_for_broker_url
 
 
@@ -129,6 +130,7 @@ def build_app(
             link_hosts=settings.allowed_link_hosts(),
             webhook_allow=webhook_allow,
             roots=settings.roots(),
+            settings=settings,
         )
     )
     indexes = indexes or CorpusIndexes(settings.index_folder())

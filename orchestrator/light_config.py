@@ -53,6 +53,10 @@ ACCEPTED = frozenset(
         "pipelines_dir",
         "trace_file",
         "webhook_allow",
+        # Read and checked only where an `email:` destination is submitted or sent.
+        "smtp_url",
+        "smtp_from",
+        "email_domains",
     }
 )
 DEFAULT_SECRET_FILE = ".pressroom-secret"

@@ -37,10 +37,11 @@ from orchestrator.toolpath.call import Caller
 from orchestrator.toolpath.engine import Harness
 from outbox.writer import Outbox
 from sagas import decider, records
+from sagas.execution_steps import approval_refusal
 from sagas.machine import SagaEvent, SagaState
 from sagas.reconcile import takedown as take_down
 from sagas.reducer import PRUNED, snapshot_detail, stored_view
-from sagas.runner import SagaRunner, approval_refusal
+from sagas.runner import SagaRunner
 from telemetry import names
 
 SWEEPER = "sweeper"

@@ -59,7 +59,8 @@ class SubmitArgs(BaseModel):
     destinations: list[str] = Field(
         min_length=1,
         max_length=16,
-        description="site:PATH, git:PATH or webhook:URL; published in this order once a person approves",
+        description="site:PATH, git:PATH, webhook:URL or email:ADDR[,ADDR...]; published in this order "
+        "once a person approves (an irreversible email: after every other)",
     )
     request_id: str | None = Field(
         default=None,

@@ -34,8 +34,12 @@ from orchestrator.store.people import PeopleStore
 from orchestrator.store.tables import SagaRow
 from roles import rounds
 from roles.index import CorpusIndexes
-from sagas.destinations.registry import normalise_destination, parse_destination
-from sagas.destinations.webhook_urls import WebhookAllow
+from sagas.destinations.registry import (
+    check_at_submit,
+    is_file_based,
+    normalise_destination,
+    parse_destination,
+)
 from sagas.machine import SagaState
 from sagas.preparation import every_role
 from telemetry import propagation
@@ -107,16 +111,11 @@ class Submissions:
         destinations = _one_each(
             [normalise_destination(u, allow_memory=self._memory_destinations) for u in destinations]
         )
-        allow = WebhookAllow.parse(self._settings.webhook_allow)
         for uri in destinations:
-            scheme, target = parse_destination(uri)
-            if scheme in ("site", "git"):
-                _within(roots, Path(target).expanduser(), "destination")
-            elif scheme == "webhook":
-                # The HTTP stack loads only for a saga that has a webhook (reads never load it).
-                from sagas.destinations.webhook import check_host
-
-                check_host(target, allow)  # and again, resolved anew, when the publish is sent
+            if is_file_based(uri):
+                _within(roots, Path(parse_destination(uri)[1]).expanduser(), "destination")
+            # A webhook's host, an email's recipient domains: checked again at the effect.
+            check_at_submit(uri, self._settings)
         return destinations
 
     def submit(

@@ -13,11 +13,14 @@ The rules, in order:
   last completed first; an undo that failed after its retries waits for a
   person; when nothing is left to undo, finish (`failed`, `cancelled`, or
   back to `ready-for-review`).
-* `executing` otherwise: publish every pending step (the runner runs them
-  concurrently); when all are done, `succeeded`.
+* `executing` otherwise: publish every pending reversible step (the runner
+  runs them concurrently); once every reversible step is done, the pending
+  irreversible ones (an `email:` cannot be unsent); when all are done,
+  `succeeded`.
 
-Nothing is published after a definite failure, and an uncertain step is
-never published again automatically.
+Nothing is published after a definite failure, an uncertain step is never
+published again automatically, and no irreversible step starts while a
+reversible one is not done.
 """
 
 from __future__ import annotations
@@ -47,6 +50,8 @@ class Step:
     state: StepState
     # When the step reached its current state: for `done` steps, the moment it completed.
     since: datetime | None = None
+    # Whether compensation undoes its publish; an irreversible step runs after every reversible one.
+    reversible: bool = True
 
 
 @dataclass(frozen=True)
@@ -153,16 +158,28 @@ def next_command(saga: Saga, steps: tuple[Step, ...]) -> Command:
     pending = tuple(
         uri for uri in saga.destinations if uri not in by_uri or by_uri[uri].state is StepState.PENDING
     )
-    if pending:
-        return Publish(pending)
-    if all(by_uri[uri].state is StepState.DONE for uri in saga.destinations):
+    if pending and (now := _reversible_first(pending, by_uri)):
+        return Publish(now)
+    if not pending and all(by_uri[uri].state is StepState.DONE for uri in saga.destinations):
         return Transition(SagaEvent.ALL_ACKED, None)
     # Every step is settled but not all done and no halt: compensated steps of an execution
-    # that was not halted (an older run's leftovers) are published again.
+    # that was not halted (an older run's leftovers) are published again, reversible ones first.
     again = tuple(uri for uri in saga.destinations if by_uri[uri].state is StepState.COMPENSATED)
-    if again:
-        return Publish(again)
+    if again and (now := _reversible_first(again, by_uri)):
+        return Publish(now)
     return Wait("no step can move")
+
+
+def _reversible_first(ready: tuple[str, ...], by_uri: dict[str, Step]) -> tuple[str, ...]:
+    """Of the steps `ready` to publish, the reversible ones; when there are none, the
+    irreversible ones if every reversible step is done, else none. A destination without
+    a step row yet counts as reversible (the runner creates every row before it asks)."""
+    first = tuple(uri for uri in ready if uri not in by_uri or by_uri[uri].reversible)
+    if first:
+        return first
+    if all(s.state is StepState.DONE for s in by_uri.values() if s.reversible):
+        return ready
+    return ()
 
 
 def on_lease_exhausted(state: SagaState) -> tuple[SagaEvent, ...]:

@@ -12,7 +12,7 @@ event naming the reason; nothing reaches a destination.
   the sha256 of the markdown about to be sent, recomputed now, equals the
   approved version digest (a row edited behind Pressroom's back is not
   published); the digest covers the title too (`check_title`).
-- `within_roots`: a `site:`/`git:` destination, resolved now (symlinks
+- `within_roots`: a file-based destination (`site:`, `git:`), resolved now (symlinks
   followed), lies in `PRESSROOM_ALLOWED_ROOTS` when that is set.
 
 Each raises `Refused` with a one-line reason; none calls a destination.
@@ -31,6 +31,7 @@ from sqlmodel import Session
 from orchestrator.core.errors import Refused
 from orchestrator.harness.digests import business_key, text_digest, version_digest
 from orchestrator.store.tables import EventRow, SagaRow, StepRow, VersionRow
+from sagas.destinations.registry import is_file_based
 from sagas.machine import SagaState
 
 # Where the runner publishes: `approved` (its first step) and `executing`.
@@ -53,7 +54,6 @@ COMPENSABLE: dict[SagaState, frozenset[str]] = {
 # The events of a takedown, in the order a request goes through them.
 TAKEDOWN_REQUESTED = "takedown_requested"
 TAKEDOWN_EVENTS = (TAKEDOWN_REQUESTED, "taken_down", "takedown_failed")
-FILE_SCHEMES = ("site", "git")
 
 
 _SAGAS: Table = SagaRow.__table__  # type: ignore[attr-defined]
@@ -234,9 +234,9 @@ def check_title(title: str, markdown: str, digest: str, *, version: int) -> None
 
 def resolved_target(uri: str) -> Path | None:
     """The folder a `site:`/`git:` URI names, resolved now (symlinks followed); None for other schemes."""
-    scheme, _, target = uri.partition(":")
-    if scheme not in FILE_SCHEMES:
+    if not is_file_based(uri):
         return None
+    target = uri.partition(":")[2]
     return Path(os.path.realpath(os.path.expanduser(target)))
 
 

@@ -30,7 +30,7 @@ from orchestrator.store.events import hold_chain
 from orchestrator.store.tables import ApprovalRow, SagaRow, StepRow, VersionRow
 from sagas import effect_checks, records
 from sagas.destinations.base import Destination, PublishedVersion
-from sagas.destinations.registry import slugify
+from sagas.destinations.registry import scheme_of, slugify
 from sagas.machine import SagaState
 from sagas.step_records import put_step, set_step
 from sagas.step_states import StepState
@@ -144,7 +144,9 @@ class PublishingTools:
             outcome = "applied"
             return receipt
         finally:
-            metrics.record_destination_latency(_scheme(args.destination), time.monotonic() - started, outcome)
+            metrics.record_destination_latency(
+                scheme_of(args.destination), time.monotonic() - started, outcome
+            )
 
     def _status(self, ctx: ToolContext, args: PublishArgs) -> dict[str, Any]:
         with Session(self.engine) as s:
@@ -168,21 +170,31 @@ class PublishingTools:
                 select(StepRow).where(StepRow.saga_id == args.saga_id, StepRow.uri == args.destination)
             ).first()
             receipt = (step.receipt if step else None) or {}
-        self._compensate_by_key(ctx, key, receipt)
-        return {"compensated": key}
+            if not receipt:  # its outcome was never known: what was sent is the version's title
+                version = s.exec(
+                    select(VersionRow).where(
+                        VersionRow.saga_id == args.saga_id, VersionRow.digest == args.version_digest
+                    )
+                ).first()
+                receipt = {"title": version.title} if version else {}
+        done = self._compensate_by_key(ctx, key, receipt)
+        # An irreversible destination's compensation is a correction: its receipt says so.
+        return {"compensated": key, **({"receipt": done} if done else {})}
 
     def _uri_of(self, key: str) -> str | None:
         with Session(self.engine) as s:
             step = s.exec(select(StepRow).where(StepRow.idempotency_key == key)).first()
             return step.uri if step else None
 
-    def _compensate_by_key(self, ctx: ToolContext, key: str, receipt: dict[str, Any]) -> None:
+    def _compensate_by_key(
+        self, ctx: ToolContext, key: str, receipt: dict[str, Any]
+    ) -> dict[str, Any] | None:
         args = ctx.arguments
         uri = args.destination if isinstance(args, PublishArgs | CompensateArgs) else self._uri_of(key)
         if uri is None:
             raise InvalidInput(f"no step holds key {key}")
         dest: Destination = self.open_destination(uri)
-        dest.compensate(key, receipt)
+        return dest.compensate(key, receipt)
 
     # -- pre-execute checks (inside the transaction that commits the intent) -----
     def _publish_bound(self, uow: UnitOfWork, ctx: ToolContext, args: PublishArgs) -> None:
@@ -298,10 +310,6 @@ def _step(s: Session, saga: SagaRow, uri: str) -> StepRow:
     if step is None:
         step = StepRow(saga_id=saga.id, uri=uri, position=saga.destinations.index(uri))
     return step
-
-
-def _scheme(uri: str) -> str:
-    return uri.split(":", 1)[0]
 
 
 __all__ = ["CompensateArgs", "PublishArgs", "PublishingTools", "publish_key"]

@@ -43,8 +43,9 @@ from orchestrator.toolpath.engine import Caller
 from outbox.handlers import Dispatch
 from sagas import decider, records
 from sagas.effect_checks import TAKEDOWN_REQUESTED
+from sagas.execution_steps import step_views
 from sagas.machine import SagaEvent, SagaState, apply
-from sagas.runner import SagaRunner, publisher_caller, step_views
+from sagas.runner import SagaRunner, publisher_caller
 from sagas.step_records import set_step
 from sagas.step_states import StepState
 

@@ -31,10 +31,11 @@ from orchestrator.store.events import add_event
 from orchestrator.store.tables import ApprovalRow, EventRow, SagaRow, VersionRow
 from outbox.handlers import Dispatch
 from sagas import records
+from sagas.execution_steps import rearm
 from sagas.machine import SagaEvent, SagaState, apply
 from sagas.reconcile import resume
 from sagas.reducer import PRUNED
-from sagas.runner import SagaRunner, publisher_caller, rearm
+from sagas.runner import SagaRunner, publisher_caller
 from sagas.step_records import set_step
 from sagas.step_states import StepState
 

@@ -18,24 +18,19 @@ from __future__ import annotations
 import contextvars
 import logging
 import threading
-import uuid
-from collections import defaultdict, deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from sqlmodel import Session
 
 from orchestrator.core.clock import Clock
 from orchestrator.core.errors import Parked, RetryLater
-from orchestrator.harness.approvals import ApprovalRequest, ApprovalView, refusal, session_for
 from orchestrator.harness.capabilities import ROLE_CAPABILITIES
-from orchestrator.harness.digests import business_key
 from orchestrator.harness.ports import HarnessStore
-from orchestrator.harness.spec import Refusal, ToolCall, ToolResult, ToolStatus
+from orchestrator.harness.spec import Refusal, ToolResult, ToolStatus
 from orchestrator.store.db import UnitOfWork
 from orchestrator.store.tables import SagaRow, StepRow, utcnow
 from orchestrator.toolpath.engine import Caller, sleep_backoff
@@ -44,6 +39,9 @@ from outbox.handlers import Finalizer, noop
 from outbox.messages import Handoff
 from sagas import decider, records
 from sagas.decider import Compensate, Publish, StartExecution, Transition, Wait
+from sagas.destination_limits import DestinationLimits
+from sagas.destinations.registry import scheme_of
+from sagas.execution_steps import PUBLISHER, approval_refusal, call_tool, rearm, start_execution, step_views
 from sagas.machine import SagaEvent, SagaState
 from sagas.step_records import set_step, step_reason
 from sagas.step_states import StepState
@@ -51,7 +49,6 @@ from telemetry import metrics, names, spans
 
 log = logging.getLogger(__name__)
 
-PUBLISHER = "publisher"
 MAX_ROUNDS = 64
 # Which step a transition is about, and what its reason says when this round did not see the call.
 STEP_OF: dict[SagaEvent, frozenset[StepState]] = {
@@ -77,131 +74,6 @@ def publisher_caller(saga: SagaRow, digest: str, actor: str = PUBLISHER) -> Call
             names.ATTR_VERSION_DIGEST: digest,
         },
     )
-
-
-class DestinationLimits:
-    """At most `limit` calls in flight to one destination in this process.
-
-    A call never waits for its turn: `take` says no when the destination is at
-    its limit, and the saga's delivery ends parked (`Parked`) instead of holding
-    a worker's thread. `when_free` then runs a wake-up (the work sent again) as
-    soon as a call to one of its destinations ends, or at once if one already
-    has: a turn freed between the refusal and the request is not missed.
-    Wake-ups run in the order they were asked for, each once, and the turn that
-    woke one is held for it (`take` with its `key`) for `hold_seconds`, so a
-    publish arriving meanwhile does not overtake a saga that waited. A turn
-    held for a saga that does not come for it in time (its resend went to
-    another process, or its round published elsewhere) passes to the next.
-    """
-
-    def __init__(self, limit: int, *, hold_seconds: float = 5.0) -> None:
-        self.limit = max(1, limit)
-        self.hold_seconds = hold_seconds
-        self._lock = threading.Lock()
-        self._in_flight: dict[str, int] = defaultdict(int)  # calls, and turns held for a woken saga
-        self._waiting: dict[str, deque[_Wake]] = defaultdict(deque)
-        self._held: dict[tuple[str, str], threading.Timer] = {}
-
-    def take(self, uri: str, key: str = "") -> bool:
-        """A turn at `uri`, if one is free or held for `key`; whoever takes one gives it back."""
-        with self._lock:
-            timer = self._held.pop((uri, key), None) if key else None
-            if timer is not None:
-                timer.cancel()
-                return True
-            if self._in_flight[uri] >= self.limit:
-                return False
-            self._in_flight[uri] += 1
-            return True
-
-    def give_back(self, uri: str) -> None:
-        """End a call to `uri`: its turn goes to the first saga waiting for it, if any."""
-        with self._lock:
-            wake = self._pass_on(uri)
-        if wake is not None:
-            _run(wake)
-
-    def when_free(self, uris: tuple[str, ...], wake: Callable[[], None], key: str = "") -> None:
-        """Run `wake` once, when a turn at any of `uris` is free (now, if one is);
-        the turn is then held for `key`."""
-        waiting = _Wake(wake, key)
-        with self._lock:
-            free = next((uri for uri in uris if self._in_flight[uri] < self.limit), None)
-            if free is not None:
-                waiting.fired = True
-                self._in_flight[free] += 1
-                self._hold(free, waiting)
-            else:
-                for uri in uris:
-                    self._waiting[uri].append(waiting)
-        if free is not None:
-            _run(waiting)
-
-    def waiting(self, uri: str) -> int:
-        """How many parked sagas wait for a turn at `uri` in this process."""
-        with self._lock:
-            return sum(not w.fired for w in self._waiting.get(uri, ()))
-
-    def wake_all(self) -> int:
-        """Run every wake-up still waiting (a worker shutting down hands its parked work on)."""
-        with self._lock:
-            every = {id(w): w for queue in self._waiting.values() for w in queue if not w.fired}
-            self._waiting.clear()
-            for w in every.values():
-                w.fired = True
-        for w in every.values():
-            _run(w)
-        return len(every)
-
-    def _pass_on(self, uri: str) -> _Wake | None:
-        """Under the lock: a turn at `uri` ends; hold it for the next saga waiting, else free it."""
-        queue = self._waiting.get(uri)
-        while queue:
-            waiting = queue.popleft()
-            if not waiting.fired:  # one wake-up may wait on several destinations
-                waiting.fired = True
-                self._hold(uri, waiting)
-                return waiting
-        self._in_flight[uri] -= 1
-        return None
-
-    def _hold(self, uri: str, waiting: _Wake) -> None:
-        if not waiting.key:
-            self._in_flight[uri] -= 1  # nobody to hold it for: free
-            return
-        timer = threading.Timer(self.hold_seconds, self._expire, (uri, waiting.key))
-        timer.daemon = True
-        old = self._held.pop((uri, waiting.key), None)
-        if old is not None:  # the same work woken twice: it keeps one turn
-            old.cancel()
-            self._in_flight[uri] -= 1
-        self._held[(uri, waiting.key)] = timer
-        timer.start()
-
-    def _expire(self, uri: str, key: str) -> None:
-        with self._lock:
-            if self._held.pop((uri, key), None) is None:
-                return  # taken meanwhile
-            wake = self._pass_on(uri)
-        if wake is not None:
-            _run(wake)
-
-
-@dataclass
-class _Wake:
-    run: Callable[[], None]
-    key: str = ""
-    fired: bool = False
-
-
-def _run(wake: _Wake) -> None:
-    """Run a wake-up in a context of its own: not in the trace, nor as the person, of
-    the call that ended. One that fails is logged, never raised into that call: the
-    parked work's lease runs out and the sweeper sends it."""
-    try:
-        contextvars.Context().run(wake.run)
-    except Exception:
-        log.exception("a parked saga's wake-up failed; the sweeper sends its work when the lease runs out")
 
 
 @dataclass
@@ -304,7 +176,7 @@ class SagaRunner:
             if outcome is not None and step.state != outcome.state:
                 set_step(session, step, outcome.state, actor=PUBLISHER, reason=outcome.reason)
                 if outcome.state is StepState.COMPENSATION_FAILED:
-                    metrics.record_compensation_failed(_scheme(step.uri))
+                    metrics.record_compensation_failed(scheme_of(step.uri))
 
     # -- transitions (each one the decider's) -----------------------------------
     def _transition(
@@ -332,7 +204,7 @@ class SagaRunner:
             records.void_approvals(s, saga.id, reason="cancelled")
         records.transition(s, saga, event, actor=PUBLISHER, reason=reason, detail=detail or None)
         if event is SagaEvent.STEP_UNCERTAIN and first is not None:
-            metrics.record_effect_unknown(_scheme(first.uri))
+            metrics.record_effect_unknown(scheme_of(first.uri))
         if SagaState(saga.state) in (SagaState.SUCCEEDED, SagaState.FAILED, SagaState.CANCELLED):
             metrics.record_saga_finished(saga.state, (utcnow() - saga.created_at).total_seconds())
 
@@ -353,7 +225,7 @@ class SagaRunner:
         ready = [uri for uri in uris if self.limits.take(uri, work_id)]
         if not ready:
             for uri in uris:
-                metrics.record_destination_wait(_scheme(uri))
+                metrics.record_destination_wait(scheme_of(uri))
             raise Parked(
                 f"{', '.join(spans.destination_attribute(u) or u for u in uris)}: "
                 f"{self.limits.limit} in flight from this worker, its limit "
@@ -417,71 +289,6 @@ class SagaRunner:
         return result
 
 
-def start_execution(
-    session: Session, saga: SagaRow, digest: str, steps: list[StepRow] | None = None
-) -> list[StepRow]:
-    """Create the step rows (once) and move `approved → executing`; the saga's steps in
-    position order. `steps`: the saga's step rows as this transaction read them, when it has."""
-    existing = {s.uri: s for s in (records.steps(session, saga.id) if steps is None else steps)}
-    for position, uri in enumerate(saga.destinations):
-        step = existing.get(uri)
-        key = business_key(saga.id, uri, digest)
-        if step is None:
-            step = existing[uri] = StepRow(saga_id=saga.id, uri=uri, position=position)
-        if step.idempotency_key != key:
-            step.receipt, step.idempotency_key, step.version_digest = None, key, digest
-            set_step(session, step, StepState.PENDING, actor=PUBLISHER)
-        session.add(step)
-    if saga.state == SagaState.APPROVED:
-        records.transition(session, saga, SagaEvent.EXECUTION_STARTED, actor=PUBLISHER)
-    return sorted(existing.values(), key=lambda step: step.position)
-
-
-def rearm(uow: UnitOfWork, store: HarnessStore, step: StepRow, *, actor: str, reason: str) -> None:
-    """Make a step publishable again under its key: its publish and its undo may both run again."""
-    key = step.idempotency_key
-    if key:
-        for ledger_key in (key, "undo-" + key):
-            found = store.ledger_get(ledger_key)
-            if found is not None and found.status != "absent":
-                store.reconcile(ledger_key, "absent", actor=actor, reason=reason, within=uow)
-    step.receipt = None
-    set_step(uow.session, step, StepState.PENDING, actor=actor)
-
-
-def approval_refusal(
-    approval: ApprovalView | None, saga: SagaRow, digest: str, key: bytes, now: datetime
-) -> str | None:
-    """Why the saga's approval can no longer start an execution, if it cannot."""
-    session = session_for(saga.id, saga.run)
-    want = ApprovalRequest(
-        saga_id=saga.id,
-        version_digest=digest,
-        destination=saga.destinations[0],
-        session=session,
-        execution=session,
-    )
-    return refusal(approval, want, key=key, now=now)
-
-
-def call_tool(tools: ToolPath, caller: Caller, tool: str, saga_id: str, uri: str, digest: str) -> ToolResult:
-    return tools.call(
-        ToolCall(
-            tool=tool,
-            arguments={"saga_id": saga_id, "destination": uri, "version_digest": digest},
-            call_id=uuid.uuid4().hex,
-        ),
-        caller,
-    )
-
-
-def step_views(steps: list[StepRow]) -> tuple[decider.Step, ...]:
-    return tuple(
-        decider.Step(uri=s.uri, position=s.position, state=StepState(s.state), since=s.updated_at)
-        for s in steps
-    )
-
-
 def _first(steps: list[StepRow], states: frozenset[StepState]) -> StepRow | None:
     found = [s for s in steps if StepState(s.state) in states]
     return min(found, key=lambda s: s.position) if found else None
@@ -493,18 +300,4 @@ def _without_uri(uri: str, reason: str | None) -> str:
     return text[len(uri) + 2 :] if text.startswith(f"{uri}: ") else text
 
 
-def _scheme(uri: str) -> str:
-    return uri.split(":", 1)[0]
-
-
-__all__ = [
-    "PUBLISHER",
-    "DestinationLimits",
-    "SagaRunner",
-    "approval_refusal",
-    "call_tool",
-    "publisher_caller",
-    "rearm",
-    "start_execution",
-    "step_views",
-]
+__all__ = ["PUBLISHER", "SagaRunner", "publisher_caller"]

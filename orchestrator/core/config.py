@@ -50,6 +50,18 @@ class Settings(BaseSettings):
         description="host names, addresses or CIDR ranges (commas or spaces) that webhooks may reach "
         "although they are loopback, private, link-local or metadata addresses; unset: none",
     )
+    # The `email:` destination (sagas/destinations/email.py), which reads and checks these itself.
+    smtp_url: SecretStr | None = Field(
+        default=None,
+        description="smtp://[user:password@]HOST[:PORT], or smtps:// for implicit TLS: where email: "
+        "destinations send; unset: they are refused at submit",
+    )
+    smtp_from: str | None = Field(default=None, description="the From address of email: destinations")
+    email_domains: str | None = Field(
+        default=None,
+        description="recipient domains (commas or spaces) email: destinations may mail, checked at submit "
+        "and again before each send; unset or empty: every email: destination is refused",
+    )
     max_destinations: int = Field(default=20, ge=1, le=1000, description="destinations per saga, at most")
     live_streams_per_user: int = Field(
         default=8, ge=1, le=1000, description="open live-update streams (saga pages) per user; more: HTTP 429"

@@ -76,7 +76,11 @@ def cli() -> None:
 @click.option("--brief", required=True, help="What the document should cover.")
 @click.option("--corpus", required=True, help="Folder of .md/.txt sources.")
 @click.option(
-    "--dest", "dests", multiple=True, required=True, help="site:PATH, git:PATH or webhook:URL (repeatable)."
+    "--dest",
+    "dests",
+    multiple=True,
+    required=True,
+    help="site:PATH, git:PATH, webhook:URL or email:ADDR[,ADDR...] (repeatable).",
 )
 @click.option("--as", "actor", default=None, help="Who submits (open mode; default 'submitter').")
 @click.option("--request-id", default=None, help="Makes a retried submit return the saga the first one made.")

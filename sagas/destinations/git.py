@@ -46,10 +46,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from orchestrator.core.errors import InvalidInput, MaybeApplied, NotApplied
-from sagas.destinations.base import PublishedVersion, StatusAnswer
+from sagas.destinations.base import OpenOptions, PublishedVersion, StatusAnswer
 from sagas.destinations.files import atomic_write, exclusive_lock
 from sagas.destinations.git_run import (
     IDENTITY,
@@ -62,6 +62,9 @@ from sagas.destinations.git_run import (
     run_git,
 )
 from sagas.destinations.slugs import check_key, contained_path, slugify
+
+if TYPE_CHECKING:
+    from orchestrator.core.config import Settings
 
 KEY_TRAILER = "Pressroom-Idempotency-Key"
 COMPENSATES_TRAILER = "Pressroom-Compensates"
@@ -86,6 +89,9 @@ class GitDestination:
     """A `Destination` committing pages into one local git repository."""
 
     form: ClassVar[str] = "git:PATH"
+    file_based: ClassVar[bool] = True
+    reversible: ClassVar[bool] = True
+    test_only: ClassVar[bool] = False
 
     def __init__(self, repo: Path | str, *, uri: str | None = None, timeout: float = 10.0) -> None:
         self.repo = Path(repo).expanduser()
@@ -100,7 +106,15 @@ class GitDestination:
             raise InvalidInput("git: needs a repository path, as in git:PATH", target=target)
 
     @classmethod
-    def open(cls, target: str, *, uri: str, timeout: float) -> GitDestination:
+    def canonical(cls, target: str) -> str:
+        return target
+
+    @classmethod
+    def check_at_submit(cls, target: str, settings: Settings) -> None:
+        """Nothing beyond the roots, which the caller checks for every file-based kind."""
+
+    @classmethod
+    def open(cls, target: str, *, uri: str, timeout: float, options: OpenOptions) -> GitDestination:
         cls.check_target(target)
         return cls(target, uri=uri, timeout=timeout)
 

@@ -19,11 +19,14 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from orchestrator.core.errors import InvalidInput, MaybeApplied, NotApplied
-from sagas.destinations.base import PublishedVersion, StatusAnswer
+from sagas.destinations.base import OpenOptions, PublishedVersion, StatusAnswer
 from sagas.destinations.slugs import check_key
+
+if TYPE_CHECKING:
+    from orchestrator.core.config import Settings
 
 PublishFault = Literal["not-applied", "applied-then-lost", "lost-before-apply"]
 """`not-applied`: refuse definitely. `applied-then-lost`: apply, then raise
@@ -89,6 +92,9 @@ class MemoryDestination:
     """A `Destination` over a named in-process `MemoryStore`."""
 
     form: ClassVar[str] = "memory:NAME"
+    file_based: ClassVar[bool] = False
+    reversible: ClassVar[bool] = True
+    test_only: ClassVar[bool] = True
 
     def __init__(self, name: str, *, uri: str | None = None) -> None:
         self.check_target(name)
@@ -101,7 +107,15 @@ class MemoryDestination:
             raise InvalidInput("memory: needs a store name, as in memory:NAME", target=target)
 
     @classmethod
-    def open(cls, target: str, *, uri: str, timeout: float) -> MemoryDestination:
+    def canonical(cls, target: str) -> str:
+        return target
+
+    @classmethod
+    def check_at_submit(cls, target: str, settings: Settings) -> None:
+        """Nothing: a test store needs no setting."""
+
+    @classmethod
+    def open(cls, target: str, *, uri: str, timeout: float, options: OpenOptions) -> MemoryDestination:
         return cls(target, uri=uri)
 
     def publish(self, key: str, version: PublishedVersion) -> dict[str, Any]:

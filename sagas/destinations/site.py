@@ -50,21 +50,27 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from orchestrator.core.errors import InvalidInput, MaybeApplied, NotApplied
-from sagas.destinations.base import PublishedVersion, StatusAnswer
+from sagas.destinations.base import OpenOptions, PublishedVersion, StatusAnswer
 from sagas.destinations.pinned import Folder, Unsafe, root_ids
 from sagas.destinations.site_book import INDEX, Book, Staged, load, open_book
 from sagas.destinations.site_names import Entry, is_page_name, page_name
 from sagas.destinations.site_render import STYLESHEET, STYLESHEET_NAME, render_index, render_page
 from sagas.destinations.slugs import check_key, slugify
 
+if TYPE_CHECKING:
+    from orchestrator.core.config import Settings
+
 
 class SiteDestination:
     """A `Destination` writing pages into one local folder."""
 
     form: ClassVar[str] = "site:PATH"
+    file_based: ClassVar[bool] = True
+    reversible: ClassVar[bool] = True
+    test_only: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -85,17 +91,17 @@ class SiteDestination:
             raise InvalidInput("site: needs a folder path, as in site:PATH", target=target)
 
     @classmethod
-    def open(
-        cls,
-        target: str,
-        *,
-        uri: str,
-        timeout: float,
-        link_hosts: frozenset[str] = frozenset(),
-        roots: Sequence[Path] = (),
-    ) -> SiteDestination:
+    def canonical(cls, target: str) -> str:
+        return target
+
+    @classmethod
+    def check_at_submit(cls, target: str, settings: Settings) -> None:
+        """Nothing beyond the roots, which the caller checks for every file-based kind."""
+
+    @classmethod
+    def open(cls, target: str, *, uri: str, timeout: float, options: OpenOptions) -> SiteDestination:
         cls.check_target(target)
-        return cls(target, uri=uri, link_hosts=link_hosts, roots=roots)
+        return cls(target, uri=uri, link_hosts=options.link_hosts, roots=options.roots)
 
     # -- the port -----------------------------------------------------------
 

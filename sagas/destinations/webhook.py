@@ -38,12 +38,12 @@ import socket
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, NoReturn
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
 import httpx
 
 from orchestrator.core.errors import InvalidInput, MaybeApplied, NotApplied
-from sagas.destinations.base import PublishedVersion, StatusAnswer
+from sagas.destinations.base import OpenOptions, PublishedVersion, StatusAnswer
 from sagas.destinations.slugs import check_key
 from sagas.destinations.webhook_urls import (
     DEFAULT_PORTS,
@@ -67,6 +67,9 @@ _NEVER_SENT: tuple[type[Exception], ...] = (
     httpx.LocalProtocolError,
     httpx.ProxyError,
 )
+
+if TYPE_CHECKING:
+    from orchestrator.core.config import Settings
 
 
 def system_resolver(host: str, port: int) -> list[IPAddress]:
@@ -140,6 +143,9 @@ class WebhookDestination:
     """A `Destination` over one webhook URL."""
 
     form: ClassVar[str] = "webhook:URL"
+    file_based: ClassVar[bool] = False
+    reversible: ClassVar[bool] = True
+    test_only: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -163,10 +169,17 @@ class WebhookDestination:
         canonical_url(target)  # InvalidInput naming the URL
 
     @classmethod
-    def open(
-        cls, target: str, *, uri: str, timeout: float, allow: WebhookAllow | None = None
-    ) -> WebhookDestination:
-        return cls(target, uri=uri, timeout=timeout, allow=allow)
+    def canonical(cls, target: str) -> str:
+        return canonical_url(target)
+
+    @classmethod
+    def check_at_submit(cls, target: str, settings: Settings) -> None:
+        """The host must be one that may be called now (resolved anew before each call)."""
+        check_host(target, WebhookAllow.parse(settings.webhook_allow))
+
+    @classmethod
+    def open(cls, target: str, *, uri: str, timeout: float, options: OpenOptions) -> WebhookDestination:
+        return cls(target, uri=uri, timeout=timeout, allow=options.webhook_allow)
 
     # -- the port -----------------------------------------------------------
 

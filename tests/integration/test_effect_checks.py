@@ -223,7 +223,8 @@ def test_the_runners_own_compensation_is_bound_to_the_saga_and_its_state(
     db_url: str, tmp_path: Path, corpus: Path
 ) -> None:
     """Even a caller holding the publisher's capabilities cannot undo a succeeded step or a foreign one."""
-    from sagas.runner import call_tool, publisher_caller
+    from sagas.execution_steps import call_tool
+    from sagas.runner import publisher_caller
 
     app = make_app(db_url, tmp_path)
     with WebhookServer() as hook, WebhookServer() as foreign:

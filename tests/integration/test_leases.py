@@ -77,8 +77,8 @@ def test_a_publish_that_keeps_losing_its_lease_is_effect_unknown_through_the_led
     from orchestrator.harness.ports import EventTimes
     from sagas import records
     from sagas.destinations.memory import memory_store
+    from sagas.execution_steps import start_execution
     from sagas.publishing import PublishArgs
-    from sagas.runner import start_execution
     from tests.integration.helpers import ready_saga
 
     people = make_app(sqlite_url, tmp_path)

@@ -19,8 +19,8 @@ from orchestrator.store.tables import ArtifactRow
 from roles.artifacts import Draft
 from roles.tools import load_artifact, store_artifact
 from sagas import records
+from sagas.execution_steps import start_execution
 from sagas.machine import SagaState
-from sagas.runner import start_execution
 from tests.integration.helpers import make_app, ready_saga, wait_for_a_lock_wait
 
 DRAFT = Draft(title="Branches", markdown="# Branches\n\nThe bookmobile came first.\n", citations=())

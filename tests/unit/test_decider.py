@@ -49,6 +49,42 @@ def test_every_pending_step_is_published_at_once() -> None:
     )
 
 
+def irreversible_last(*states: StepState, irreversible: frozenset[int]) -> tuple[Step, ...]:
+    return tuple(
+        Step(DESTS[i], i, state, T0 + timedelta(seconds=i), reversible=i not in irreversible)
+        for i, state in enumerate(states)
+    )
+
+
+def test_irreversible_steps_wait_until_every_reversible_one_is_done() -> None:
+    first = irreversible_last(
+        StepState.PENDING, StepState.PENDING, StepState.PENDING, irreversible=frozenset({0})
+    )
+    assert next_command(executing(3), first) == Publish((DESTS[1], DESTS[2]))
+    running = irreversible_last(
+        StepState.PENDING, StepState.DONE, StepState.UNCERTAIN, irreversible=frozenset({0})
+    )
+    assert next_command(executing(3), running) == Transition(SagaEvent.STEP_UNCERTAIN)
+    last = irreversible_last(StepState.PENDING, StepState.DONE, StepState.DONE, irreversible=frozenset({0}))
+    assert next_command(executing(3), last) == Publish((DESTS[0],))
+
+
+def test_a_reversible_failure_means_the_irreversible_steps_never_run() -> None:
+    failed = irreversible_last(
+        StepState.PENDING, StepState.DONE, StepState.FAILED, irreversible=frozenset({0})
+    )
+    assert next_command(executing(3), failed) == Compensate((DESTS[1],))
+    undone = irreversible_last(
+        StepState.PENDING, StepState.COMPENSATED, StepState.FAILED, irreversible=frozenset({0})
+    )
+    assert next_command(executing(3), undone) == Transition(SagaEvent.STEP_FAILED)
+
+
+def test_a_compensated_reversible_leftover_runs_again_before_an_irreversible_step() -> None:
+    left = irreversible_last(StepState.PENDING, StepState.COMPENSATED, irreversible=frozenset({0}))
+    assert next_command(executing(2), left) == Publish((DESTS[1],))
+
+
 def test_all_done_succeeds() -> None:
     assert next_command(executing(2), steps(StepState.DONE, StepState.DONE)) == Transition(
         SagaEvent.ALL_ACKED
@@ -115,6 +151,18 @@ def test_lease_exhaustion_is_honest() -> None:
     assert decider.on_lease_exhausted(SagaState.SUCCEEDED) == ()
 
 
+def check_irreversible_last(command: Publish, cur: dict[str, StepState], reversible: list[bool]) -> None:
+    """No irreversible step goes `pending → running` while a reversible one is not done."""
+    assert command.uris, "a publish names at least one step"
+    if all(reversible[DESTS.index(uri)] for uri in command.uris):
+        return
+    others = [state for uri, state in cur.items() if reversible[DESTS.index(uri)]]
+    assert all(s is StepState.DONE for s in others), (
+        "no irreversible step starts while a reversible one is not done"
+    )
+    assert all(not reversible[DESTS.index(uri)] for uri in command.uris), "never both at once"
+
+
 PUBLISH_OUTCOMES = st.sampled_from(["ok", "error", "uncertain"])
 UNDO_OUTCOMES = st.sampled_from(["ok", "ok", "failed"])
 
@@ -125,9 +173,10 @@ UNDO_OUTCOMES = st.sampled_from(["ok", "ok", "failed"])
     publish=st.lists(PUBLISH_OUTCOMES, min_size=16, max_size=16),
     undo=st.lists(UNDO_OUTCOMES, min_size=16, max_size=16),
     cancel_at=st.integers(min_value=0, max_value=6),
+    reversible=st.lists(st.booleans(), min_size=4, max_size=4),
 )
 def test_random_executions_keep_the_rules(
-    n: int, publish: list[str], undo: list[str], cancel_at: int
+    n: int, publish: list[str], undo: list[str], cancel_at: int, reversible: list[bool]
 ) -> None:
     state = SagaState.EXECUTING
     cur = {uri: StepState.PENDING for uri in DESTS[:n]}
@@ -141,7 +190,7 @@ def test_random_executions_keep_the_rules(
     for round_no in range(40):
         if round_no == cancel_at:
             cancel = "olga"
-        view = tuple(Step(u, i, cur[u], since.get(u)) for i, u in enumerate(DESTS[:n]))
+        view = tuple(Step(u, i, cur[u], since.get(u), reversible[i]) for i, u in enumerate(DESTS[:n]))
         command = next_command(Saga(state, DESTS[:n], cancel_requested_by=cancel), view)
         if isinstance(command, Wait):
             break
@@ -155,6 +204,7 @@ def test_random_executions_keep_the_rules(
         if isinstance(command, Publish):
             assert not failed_seen, "nothing is published after a definite failure"
             assert cancel is None, "nothing is published after a cancel"
+            check_irreversible_last(command, cur, reversible)
             for uri in command.uris:
                 assert uri not in published_after_uncertain, "an uncertain step is never published again"
                 outcome = publish.pop()

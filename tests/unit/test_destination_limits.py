@@ -14,7 +14,7 @@ import threading
 
 import pytest
 
-from sagas.runner import DestinationLimits
+from sagas.destination_limits import DestinationLimits
 
 HOOK = "webhook:http://one"
 OTHER = "webhook:http://two"

@@ -68,7 +68,7 @@ def test_unknown_scheme_is_refused_with_a_hint(uri: str) -> None:
 
 
 def test_known_forms_lists_every_scheme() -> None:
-    assert known_forms() == ["site:PATH", "git:PATH", "webhook:URL", "memory:NAME"]
+    assert known_forms() == ["site:PATH", "git:PATH", "webhook:URL", "email:ADDR[,ADDR...]", "memory:NAME"]
 
 
 @pytest.mark.parametrize("uri", ["site", "", ":x", "site:", "git:  ", "webhook:", "memory:"])
