@@ -3,18 +3,30 @@
 `SagaReads` is what a read needs from a store: a saga by id or prefix, a
 page of sagas, a version, the steps, the latest approval, an artifact's
 body, the runs of its pipeline's roles, what its model calls spent by role,
-and whether the caller may read at all. Its adapter is
-`orchestrator.sqlite_reads.SqliteReads` (standard-library SQLite, for
-a CLI that starts fast); every other database, and every other entry point,
-reads through the store's SQLModel path (`orchestrator.reads.Reads.status` and
-`show`). Both paths fill the one set of shapes in `orchestrator.read_shapes`.
+and whether the caller may read at all. Its adapters:
 
-The reads here answer only what they are sure of. Anything else — an
-unknown or ambiguous saga, a version that does not exist, bad paging flags,
-closed mode without a valid token — raises `Unanswered`, and the caller asks
-the full path, whose answer (the same JSON, or the same error and exit code)
-is the one DESIGN.md defines. So this path is never more permissive and
-never words an error of its own.
+* `orchestrator.sql_reads.SqlSagaReads`: a SQLAlchemy session, on every
+  database, for every entry point (the full path);
+* `orchestrator.sqlite_reads.SqliteReads` and `orchestrator.pg_reads.PgReads`:
+  the standard library's sqlite3 and psycopg alone, for a CLI that starts
+  fast (the quick path, `orchestrator.entrypoints.fast_reads`).
+
+Errors, by who words them:
+
+* the request's own: paging flags with a saga id, a bad limit or cursor,
+  `show` of a saga with no version yet: `InvalidInput` or `NotFound`, worded
+  once in `orchestrator.read_shapes`, whichever adapter reads;
+* a lookup that finds nothing: the full path's adapter raises the precise
+  error itself (`sagas.records.find_saga` and `version`: an over-long id,
+  an unknown or ambiguous saga, a missing version); a quick adapter returns
+  None, and the read raises `Unanswered`;
+* what a quick adapter leaves to the full path (closed mode without a valid
+  token, a page bound to a moment on PostgreSQL): `Unanswered`.
+
+The quick path gives up on any error, and the CLI asks the full path, whose
+answer (the same JSON, or the same error and exit code) is the one DESIGN.md
+defines. So the quick path is never more permissive, and every error a user
+sees comes from the full path.
 """
 
 from __future__ import annotations
@@ -29,7 +41,7 @@ from orchestrator.read_shapes import ApprovalRecord, SagaRecord, StepRecord, Ver
 
 
 class Unanswered(Exception):
-    """This reader cannot answer for sure; ask the full path."""
+    """A quick adapter cannot answer for sure; ask the full path."""
 
 
 class SagaReads(Protocol):
@@ -79,15 +91,15 @@ def status(
     reminder: float | None,
     now: datetime,
 ) -> dict[str, Any]:
-    """As `Reads.status`: one saga, or a page of sagas."""
+    """One saga, or a page of sagas (newest first, after the cursor `after`; with `waiting`,
+    those in ready-for-review for `reminder` seconds or longer at `now`)."""
     if saga_id is None:
         size = read_shapes.check_limit(limit)
         since = read_shapes.waiting_since(now, reminder) if waiting else None
         cursor = read_shapes.decode_cursor(after) if after else None
         rows = reads.sagas(size + 1, after=cursor, ready_since=since)
         return read_shapes.saga_page(rows, size, lambda row: _head(reads, row), waiting=since is not None)
-    if limit is not None or after or waiting:
-        raise Unanswered("paging flags with a saga id")
+    read_shapes.check_one_saga(limit, after, waiting)
     saga = _need(reads.find_saga(saga_id))
     return read_shapes.saga_status(
         saga, _head(reads, saga), reads.steps(saga.id), reads.latest_approval(saga.id), _progress(reads, saga)
@@ -95,9 +107,11 @@ def status(
 
 
 def show(reads: SagaReads, saga_id: str, number: int | None) -> dict[str, Any]:
-    """As `services.show`: a version (default the head) with its citations and review."""
+    """A version (default the head) with its citations and review."""
     saga = _need(reads.find_saga(saga_id))
     wanted = number if number is not None else saga.head_version
+    if wanted == 0:
+        raise read_shapes.no_version_yet(saga)
     version = _need(reads.version(saga.id, wanted))
     evidence = reads.artifact_body(version.evidence_digest) if version.evidence_digest else None
     return read_shapes.version_view(saga, version, evidence, _progress(reads, saga))

@@ -1,18 +1,21 @@
 """The one definition of the JSON shapes of `status` and `show`. No I/O.
 
 DESIGN.md publishes these shapes (`status SAGA_ID --json`, `status --json`
-as a page of sagas, `show SAGA_ID --json`). Two readers fill them: the
-store's SQLModel path (`orchestrator.views`, `orchestrator.paging`: every
-database, every entry point) and the CLI's standard-library SQLite reader
-(`orchestrator.sqlite_reads`, which starts without SQLAlchemy). Both
-hand the records they loaded to the functions here, so neither writes a
-shape of its own. A record is anything with the attributes of its row
-(a SQLModel row, or a frozen dataclass of the same names). The pipeline part
-of both (`pipeline`, `roles`, `usage`) is built by `orchestrator.pipeline_shapes`
+as a page of sagas, `show SAGA_ID --json`). `orchestrator.read_model` fills
+them from the records of a read port (`SagaReads`), whose adapters are
+`orchestrator.sql_reads` (a SQLAlchemy session: every database, every entry
+point), `orchestrator.sqlite_reads` and `orchestrator.pg_reads` (the CLI's
+quick path); `orchestrator.views` and `orchestrator.paging` fill them from a
+session too. Each hands the records it loaded to the functions here, so none
+writes a shape of its own. A record is anything with the attributes of its
+row (a SQLModel row, or a named tuple of the same names). The pipeline part
+of them (`pipeline`, `roles`, `usage`) is built by `orchestrator.pipeline_shapes`
 and handed in as `progress`.
 
-Also here, because both readers page alike: the opaque page cursor (the
-creation time and id of the last saga shown, base64 JSON) and the limit check.
+Also here, because every reader pages alike: the opaque page cursor (the
+creation time and id of the last saga shown, base64 JSON), the checks of the
+paging flags, and the error of `show` for a saga with no version yet, each
+worded once.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol, TypeVar
 
 from orchestrator.core.clock import iso
-from orchestrator.core.errors import InvalidInput
+from orchestrator.core.errors import InvalidInput, NotFound
 
 DEFAULT_LIMIT = 200
 MAX_LIMIT = 1000
@@ -259,6 +262,17 @@ def check_limit(limit: int | None) -> int:
     return limit
 
 
+def check_one_saga(limit: int | None, after: str | None, waiting: bool) -> None:
+    """`status SAGA_ID` takes none of the flags that page the list of sagas."""
+    if limit is not None or after or waiting:
+        raise InvalidInput("--limit, --after and --waiting list sagas; leave out the saga id")
+
+
+def no_version_yet(saga: SagaRecord) -> NotFound:
+    """`show` of a saga that has no version yet (its head is 0)."""
+    return NotFound(f"saga {saga.id} has no version yet ({saga.state})")
+
+
 Row = TypeVar("Row", bound=SagaRecord)
 
 
@@ -296,8 +310,10 @@ __all__ = [
     "StepRecord",
     "VersionRecord",
     "check_limit",
+    "check_one_saga",
     "decode_cursor",
     "encode_cursor",
+    "no_version_yet",
     "saga_page",
     "saga_status",
     "saga_summary",

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import difflib
-from datetime import timedelta
 from typing import Any
 
-from orchestrator import paging, views
+from orchestrator import sql_reads, views
 from orchestrator.core.clock import Clock
-from orchestrator.core.errors import InvalidInput, NotFound
 from orchestrator.ports import Sessions
 from sagas import records
 
@@ -29,23 +27,24 @@ class Reads:
         after: str | None = None,
         waiting: bool = False,
     ) -> dict[str, Any]:
-        """One saga, or a page of sagas (`paging.list_sagas`); `waiting`: only those in
-        ready-for-review longer than PRESSROOM_REVIEW_REMINDER (all of them when unset)."""
+        """One saga, or a page of sagas; `waiting`: only those in ready-for-review longer than
+        PRESSROOM_REVIEW_REMINDER (all of them when unset). Read through the read port
+        (`read_model` over `sql_reads.SqlSagaReads`), as the CLI's quick path reads."""
         with self._sessions() as s:
-            if saga_id is None:
-                since = self._clock.now() - timedelta(seconds=self._review_reminder or 0) if waiting else None
-                return paging.list_sagas(s, limit=limit, after=after, waiting_since=since)
-            if limit is not None or after or waiting:
-                raise InvalidInput("--limit, --after and --waiting list sagas; leave out the saga id")
-            return views.saga_status(s, records.find_saga(s, saga_id))
+            return sql_reads.status(
+                s,
+                saga_id,
+                limit=limit,
+                after=after,
+                waiting=waiting,
+                reminder=self._review_reminder,
+                now=self._clock.now(),
+            )
 
     def show(self, saga_id: str, version: int | None = None) -> dict[str, Any]:
+        """A version (default the head) with its citations and review, through the read port."""
         with self._sessions() as s:
-            saga = records.find_saga(s, saga_id)
-            number = version if version is not None else saga.head_version
-            if number == 0:
-                raise NotFound(f"saga {saga.id} has no version yet ({saga.state})")
-            return views.version_view(s, saga, records.version(s, saga.id, number))
+            return sql_reads.show(s, saga_id, version)
 
     def diff(self, saga_id: str, a: int, b: int) -> str:
         with self._sessions() as s:

@@ -26,7 +26,7 @@ from sqlalchemy import and_, func, or_
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
-from orchestrator import paging, views
+from orchestrator import read_shapes, views
 from orchestrator.core.errors import InvalidInput, NotFound
 from orchestrator.harness.principals import Party, Permission, Principal, self_approval
 from orchestrator.source_context import quote_context
@@ -86,8 +86,8 @@ def queue(
     limit: int | None = None,
     after: str | None = None,
 ) -> dict[str, Any]:
-    """A page of sagas: `{"sagas", "has_more", "next", "limit"}` as `paging.list_sagas`."""
-    size = paging.check_limit(limit)
+    """A page of sagas: `{"sagas", "has_more", "next", "limit"}` as `status` lists them."""
+    size = read_shapes.check_limit(limit)
     if state and state not in STATES:
         raise InvalidInput(f"unknown state {state!r}; one of {', '.join(STATES)}")
     query = select(SagaRow).outerjoin(
@@ -126,7 +126,7 @@ def queue(
     while len(kept) <= size and not exhausted:
         batch_query = query
         if cursor:
-            moment, last_id = paging.decode_cursor(cursor)
+            moment, last_id = read_shapes.decode_cursor(cursor)
             batch_query = batch_query.where(
                 or_(moment_of > moment, and_(moment_of == moment, col(SagaRow.id) > last_id))
                 if oldest
@@ -138,7 +138,7 @@ def queue(
             if waiting_for is None or may_approve(s, row, waiting_for):
                 kept.append(row)
         if batch:
-            cursor = paging.encode_cursor(stamp(batch[-1]), batch[-1].id)
+            cursor = read_shapes.encode_cursor(stamp(batch[-1]), batch[-1].id)
     has_more = len(kept) > size
     kept = kept[:size]
     sagas = [
@@ -149,7 +149,7 @@ def queue(
     return {
         "sagas": sagas,
         "has_more": has_more,
-        "next": paging.encode_cursor(stamp(last), last.id) if has_more and last else None,
+        "next": read_shapes.encode_cursor(stamp(last), last.id) if has_more and last else None,
         "limit": size,
     }
 

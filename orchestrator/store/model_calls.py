@@ -15,7 +15,8 @@ function here holds a transaction while a model is asked.
   tokens and cost charged to the saga's `saga_budgets` row (no tool call is
   counted), under the saga's lock, so a reply recorded twice at once is
   charged and logged once.
-- `usage` sums the answered calls: what a saga, and each of its roles, spent.
+- `usage` sums the answered calls: what a saga, and each of its roles, spent
+  (`spent_by_role`: the same sums by role, read on a caller's connection).
 
 The table itself is `orchestrator.store.model_call_rows.ModelCallRow` (apart, so
 the schema module can register it without importing the units of work).
@@ -27,7 +28,7 @@ from typing import Any, Final
 
 from sqlalchemy import Table, func
 from sqlalchemy import select as sa_select
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
@@ -105,6 +106,22 @@ def record_failure(engine: Engine, key: str, error: str, attempts: int) -> None:
 def usage(engine: Engine, saga_id: str) -> dict[str, Any]:
     """What the saga's answered calls spent: `model_calls`, `tokens_in`, `tokens_out`,
     `cost_usd`, and the same by role name under `by_role`."""
+    with Session(engine) as s:
+        rows = spent_by_role(s.connection(), saga_id)
+    by_role = {
+        role: {"model_calls": n, "tokens_in": t_in, "tokens_out": t_out, "cost_usd": c}
+        for role, n, t_in, t_out, c in rows
+    }
+    totals = {
+        name: sum(spent[name] for spent in by_role.values())
+        for name in ("model_calls", "tokens_in", "tokens_out")
+    }
+    return {**totals, "cost_usd": float(sum(s["cost_usd"] for s in by_role.values())), "by_role": by_role}
+
+
+def spent_by_role(conn: Connection, saga_id: str) -> list[tuple[str, int, int, int, float]]:
+    """What the saga's answered calls spent, one `(role, calls, tokens_in, tokens_out, cost_usd)`
+    per role in name order, read on `conn` (so in its transaction's snapshot)."""
     c = _CALLS.c
     query = (
         sa_select(
@@ -118,17 +135,10 @@ def usage(engine: Engine, saga_id: str) -> dict[str, Any]:
         .group_by(c.role)
         .order_by(c.role)
     )
-    with Session(engine) as s:
-        rows = s.connection().execute(query).all()
-    by_role = {
-        role: {"model_calls": int(n), "tokens_in": int(t_in), "tokens_out": int(t_out), "cost_usd": float(c)}
-        for role, n, t_in, t_out, c in rows
-    }
-    totals = {
-        name: sum(spent[name] for spent in by_role.values())
-        for name in ("model_calls", "tokens_in", "tokens_out")
-    }
-    return {**totals, "cost_usd": float(sum(s["cost_usd"] for s in by_role.values())), "by_role": by_role}
+    return [
+        (str(role), int(n), int(t_in), int(t_out), float(cost))
+        for role, n, t_in, t_out, cost in conn.execute(query).all()
+    ]
 
 
 def calls_of(engine: Engine, saga_id: str) -> list[dict[str, Any]]:
@@ -229,5 +239,6 @@ __all__ = [
     "record_intent",
     "record_reply",
     "recorded",
+    "spent_by_role",
     "usage",
 ]

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 import pytest
 
 from orchestrator import read_model
-from orchestrator.core.errors import InvalidInput
+from orchestrator.core.errors import InvalidInput, NotFound
 from orchestrator.pipeline_shapes import Spent
 from orchestrator.read_model import Unanswered
 from orchestrator.read_shapes import decode_cursor
@@ -142,18 +142,29 @@ def test_pages_follow_the_cursor_and_the_waiting_list() -> None:
         _status(reads, limit=0)
 
 
-def test_what_it_is_not_sure_of_is_unanswered() -> None:
+def test_a_lookup_the_adapter_could_not_make_is_unanswered() -> None:
     reads = MemoryReads([Saga("abc123"), Saga("fresh0", head_version=0)])
     assert _status(reads, "abc123")["destinations"][0]["idempotency_key"]
     for ask in (
-        lambda: _status(reads, "abc123", limit=1),
         lambda: _status(reads, "nosuch"),
+        lambda: read_model.show(reads, "nosuch", None),
         lambda: read_model.show(reads, "abc123", 2),
-        lambda: read_model.show(reads, "fresh0", None),
     ):
         with pytest.raises(Unanswered):
             ask()
     assert read_model.show(reads, "abc", None)["version"] == 1
+
+
+def test_the_requests_own_errors_are_worded_here_whatever_the_adapter() -> None:
+    reads = MemoryReads([Saga("abc123"), Saga("fresh0", state="preparing", head_version=0)])
+    for flags in ({"limit": 1}, {"after": "x"}, {"waiting": True}):
+        with pytest.raises(
+            InvalidInput, match="^--limit, --after and --waiting list sagas; leave out the saga id$"
+        ):
+            _status(reads, "abc123", **flags)
+    for number in (None, 0):
+        with pytest.raises(NotFound, match=r"^saga fresh0 has no version yet \(preparing\)$"):
+            read_model.show(reads, "fresh0", number)
 
 
 DUO = {
