@@ -28,6 +28,7 @@ from orchestrator.core.routing import queue_of
 from orchestrator.harness.principals import acting
 from orchestrator.harness.registry import Registry
 from orchestrator.store import dead_letters
+from orchestrator.store.adapter import adapter_for
 from orchestrator.store.db import UnitOfWork, relaxed_commit, unit_of_work
 from orchestrator.store.harness_store import SqlHarnessStore
 from orchestrator.store.people import SqlPeopleStore
@@ -194,7 +195,7 @@ class App:
         """
         if self.settings.model or (handoff is not None and handoff.uses_model):
             return False
-        return queue in self.short_queues and self.engine.dialect.name == "postgresql"
+        return queue in self.short_queues and adapter_for(self.engine).fold_lease_in_final_tx
 
     def _handle_with_lease_first(self, env: Envelope, handoff: Handoff) -> str:
         """The lease in a relaxed transaction of its own, then the handler, then the

@@ -93,7 +93,7 @@ def build_app(
     engine = make_engine(
         settings.database_url, connect_retry=settings.connect_retry, pool_size=settings.db_pool_size
     )
-    store = SqlHarnessStore(engine)
+    store = SqlHarnessStore(engine, clock=clock)
     key = settings.signing_key()
     use_chain_key(engine, key)  # events are linked under a key derived from it
     webhook_allow = WebhookAllow.parse(settings.webhook_allow)
@@ -121,6 +121,7 @@ def build_app(
         registry,
         store,
         signing_key=key,
+        clock=clock,
         claim_seconds=settings.destination_timeout + 5,
         saga_budget=settings.saga_budget,
     )

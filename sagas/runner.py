@@ -34,7 +34,7 @@ from orchestrator.core.errors import Parked, RetryLater
 from orchestrator.harness.approvals import ApprovalRequest, ApprovalView, refusal, session_for
 from orchestrator.harness.capabilities import ROLE_CAPABILITIES
 from orchestrator.harness.digests import business_key
-from orchestrator.harness.ports import HarnessStore
+from orchestrator.harness.ports import HarnessStore, Ledger
 from orchestrator.harness.spec import Refusal, ToolCall, ToolResult, ToolStatus
 from orchestrator.store.db import UnitOfWork
 from orchestrator.store.tables import SagaRow, StepRow, utcnow
@@ -437,7 +437,7 @@ def start_execution(
     return sorted(existing.values(), key=lambda step: step.position)
 
 
-def rearm(uow: UnitOfWork, store: HarnessStore, step: StepRow, *, actor: str, reason: str) -> None:
+def rearm(uow: UnitOfWork, store: Ledger, step: StepRow, *, actor: str, reason: str) -> None:
     """Make a step publishable again under its key: its publish and its undo may both run again."""
     key = step.idempotency_key
     if key:
