@@ -29,6 +29,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from orchestrator.core.clock import SYSTEM_CLOCK
 from orchestrator.core.errors import MaybeApplied, NotApplied
 from orchestrator.harness.approvals import ApprovalBinding, ApprovalRequest, mint, refusal
 from orchestrator.harness.capabilities import Capabilities
@@ -163,6 +164,16 @@ class FakeDestination:
         return sum(n - 1 for n in self.effects.values() if n > 1)
 
 
+class _BenchClock:
+    """The bench's `now`, as a `Clock`: the time its harness calls are made at."""
+
+    def __init__(self, bench: Bench) -> None:
+        self.bench = bench
+
+    def now(self) -> datetime:
+        return self.bench.now
+
+
 class Bench:
     """One saga, one harness over `rig`, counting fake tools."""
 
@@ -199,7 +210,9 @@ class Bench:
             self.registry,
             self.rig,
             signing_key=SIGNING_KEY,
-            clock=lambda: self.now,
+            clock=_BenchClock(self),
+            # The rigs write claims by the wall clock (their own default).
+            claim_clock=SYSTEM_CLOCK,
             claim_seconds=claim_seconds,
         )
         return self.harness

@@ -34,7 +34,7 @@ from orchestrator.harness.approvals import ApprovalBinding, ApprovalView, mint, 
 from orchestrator.harness.budget import Charge, Spent, exhausted, over
 from orchestrator.harness.checkpoints import GENESIS, AgentState, chain_hash
 from orchestrator.harness.ledger_status import RESTARTABLE, LedgerStatus
-from orchestrator.harness.ports import AuthorizationReads, EventTimes, LedgerView
+from orchestrator.harness.ports import AuthorizationReads, EventTimes, HeldTx, LedgerView
 
 
 def _utcnow() -> datetime:
@@ -98,6 +98,7 @@ class _LedgerEntry:
     event_id: str | None = None
     attempts: int = 1
     claimed_until: datetime | None = None
+    updated_at: datetime | None = None  # the last change: what `prune` compares
 
     def view(self) -> LedgerView:
         return LedgerView.model_validate(asdict(self))  # asdict copies `result`; `event_id` is dropped
@@ -220,7 +221,7 @@ class MemoryHarnessStore:
         parent_event_id: str | None = None,
         hook: Callable[[Any], None] | None = None,
         charge: Charge | None = None,
-        tx: Any = None,
+        tx: HeldTx | None = None,
     ) -> str:
         with self._transaction() as st:
             if charge is not None:
@@ -253,7 +254,7 @@ class MemoryHarnessStore:
         claim_seconds: float = 30.0,
         guard: Callable[[Any], None] | None = None,
         charge: Charge | None = None,
-        tx: Any = None,
+        tx: HeldTx | None = None,
     ) -> str:
         key = state.idempotency_key
         with self._transaction() as st:
@@ -299,7 +300,7 @@ class MemoryHarnessStore:
         result: dict[str, Any] | None,
         event: dict[str, Any],
         hook: Callable[[Any], None] | None = None,
-        tx: Any = None,
+        tx: HeldTx | None = None,
     ) -> str:
         with self._transaction() as st:
             added = self._add_event(st, event_id=uuid.uuid4().hex, **event)
@@ -310,12 +311,13 @@ class MemoryHarnessStore:
                     status=ledger_status,
                     result=dict(result) if result is not None else None,
                     event_id=added.event_id,
+                    updated_at=self._clock(),
                 )
             if hook is not None and ledger_status == LedgerStatus.DONE:
                 hook(MemoryTx(self, added.event_id, added.saga_id))
             return added.event_id
 
-    def release(self, tx: Any) -> None:
+    def release(self, tx: HeldTx | None) -> None:
         return None
 
     def spent(self, saga_id: str) -> Spent:
@@ -386,6 +388,7 @@ class MemoryHarnessStore:
                 args_digest=state.args_digest,
                 status=LedgerStatus.PENDING,
                 claimed_until=until,
+                updated_at=now,
             )
             return
         if entry.args_digest != state.args_digest:
@@ -399,7 +402,11 @@ class MemoryHarnessStore:
         if entry.status not in RESTARTABLE:
             raise IdempotencyConflict(f"key {key} is {entry.status}", key=key)
         st.ledger[key] = replace(
-            entry, status=LedgerStatus.PENDING, attempts=entry.attempts + 1, claimed_until=until
+            entry,
+            status=LedgerStatus.PENDING,
+            attempts=entry.attempts + 1,
+            claimed_until=until,
+            updated_at=now,
         )
 
     # -- seeding: what the saga tables and people would have done ------------
@@ -465,7 +472,7 @@ class MemoryHarnessStore:
         actor: str = "person",
         reason: str = "reconciled",
         detail: dict[str, Any] | None = None,
-        within: Any = None,
+        within: HeldTx | None = None,
     ) -> None:
         """A person settles an `uncertain` key: `confirmed` records the receipt, `absent` frees it.
 
@@ -490,15 +497,37 @@ class MemoryHarnessStore:
                 parent_event_id=None,
             )
             status = LedgerStatus.DONE if confirmed else LedgerStatus.ABSENT
-            st.ledger[key] = replace(entry, status=status, result=result, event_id=event.event_id)
+            st.ledger[key] = replace(
+                entry, status=status, result=result, event_id=event.event_id, updated_at=self._clock()
+            )
 
-    def mark_uncertain(self, key: str, *, within: Any = None) -> bool:
+    def mark_uncertain(self, key: str, *, within: HeldTx | None = None) -> bool:
         with self._transaction() as st:
             entry = st.ledger.get(key)
             if entry is None or entry.status not in (LedgerStatus.PENDING, LedgerStatus.UNCERTAIN):
                 return False
-            st.ledger[key] = replace(entry, status=LedgerStatus.UNCERTAIN)
+            st.ledger[key] = replace(entry, status=LedgerStatus.UNCERTAIN, updated_at=self._clock())
             return True
+
+    def prune(
+        self,
+        saga_ids: Sequence[str],
+        cutoff: datetime,
+        *,
+        within: HeldTx | None = None,
+        count_only: bool = False,
+    ) -> int:
+        with self._transaction() as st:
+            ids = set(saga_ids)
+            old = [
+                key
+                for key, entry in st.ledger.items()
+                if entry.saga_id in ids and entry.updated_at is not None and entry.updated_at < cutoff
+            ]
+            if not count_only:
+                for key in old:
+                    del st.ledger[key]
+            return len(old)
 
     # -- reading -------------------------------------------------------------
     def events(self, *, saga_id: str | None = None, kind: str | None = None) -> list[StoredEvent]:

@@ -27,6 +27,7 @@ from sqlalchemy.engine import Engine
 
 from orchestrator.core.errors import InvalidInput, Refused
 from orchestrator.harness.event_chain import checkpoint_mac
+from orchestrator.store.adapter import adapter_for
 from orchestrator.store.chain_keys import key_of
 from orchestrator.store.tables import EventRow
 
@@ -54,9 +55,7 @@ class Checkpoint:
 
 def snapshot(engine: Engine) -> Engine:
     """`engine` reading in one snapshot (PostgreSQL's REPEATABLE READ; SQLite's BEGIN is one)."""
-    if engine.dialect.name == "postgresql":
-        return engine.execution_options(isolation_level="REPEATABLE READ")
-    return engine
+    return adapter_for(engine).snapshot_reads(engine)
 
 
 def export(engine: Engine, now: datetime | None = None) -> dict[str, Any]:

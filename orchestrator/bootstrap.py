@@ -16,7 +16,6 @@ from contextlib import AbstractContextManager
 from functools import partial
 
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from orchestrator.comments import Comments
@@ -119,7 +118,7 @@ def build_app(
         # Bound late: the consumer is built last, once the handlers it runs exist.
         return consumer.drain()
 
-    store = harness_store(engine, clock)
+    store = SqlHarnessStore(engine, clock=clock)
     key = settings.signing_key()
     use_chain_key(engine, key)  # events are linked under a key derived from it
     webhook_allow = WebhookAllow.parse(settings.webhook_allow)
@@ -164,7 +163,7 @@ def build_app(
         registry,
         store,
         signing_key=key,
-        clock=clock.now,
+        clock=clock,
         claim_seconds=settings.destination_timeout + 5,
         saga_budget=settings.saga_budget,
     )
@@ -264,14 +263,6 @@ def build_app(
     return app
 
 
-def harness_store(engine: Engine, clock: Clock) -> SqlHarnessStore:
-    """The harness store over `engine`, and the one spot where the root's `clock` meets it:
-    the tool path (`Harness(clock=clock.now)`) and the runner read that clock; the store's
-    constructor takes no clock, so its rows are dated by `store.tables.utcnow`."""
-    del clock
-    return SqlHarnessStore(engine)
-
-
 def operations_sweepers(operations: Operations) -> list[Callable[[], int]]:
     """Lapsed approvals back to review each sweep; PRESSROOM_RETENTION pruning hourly."""
     from orchestrator.retention import RetentionSchedule
@@ -303,7 +294,6 @@ __all__ = [
     "DENIED_TOOLS",
     "Pressroom",
     "build_app",
-    "harness_store",
     "make_broker",
     "operations_sweepers",
     "sweep_leases",

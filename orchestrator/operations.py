@@ -130,6 +130,7 @@ class Operations:
             now=now or self._clock.now(),
             dry_run=dry_run,
             snapshot=write_prune_snapshots,
+            ledger=self._store,
         )
         return {**report.as_dict(), "older_than": older_than, "actor": who.display}
 
@@ -143,6 +144,7 @@ class Operations:
             reconcile_window=timedelta(seconds=self._settings.reconcile_window),
             now=self._clock.now(),
             snapshot=write_prune_snapshots,
+            ledger=self._store,
         )
         return sum(report.rows.values())
 

@@ -23,6 +23,9 @@ and neither is a ledger row younger than the reconcile window
 (`PRESSROOM_RECONCILE_WINDOW`, default 7 days): the time within which a
 replayed call or a person reconciling may still need the recorded receipt.
 
+The ledger's rows go through the `Ledger` port (`Ledger.prune`, the store's
+SQL), in the batch's transaction; nothing here writes `LedgerRow`.
+
 Sagas are taken in batches, each batch one transaction that locks its saga
 rows (PostgreSQL: `FOR UPDATE SKIP LOCKED`, so a saga being changed right now
 is left for the next run) and re-reads their state, so work on other sagas
@@ -42,9 +45,12 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.sql import ColumnElement
 from sqlmodel import Session
 
+from orchestrator.harness.ports import Ledger
+from orchestrator.store.adapter import adapter_for
 from orchestrator.store.db import unit_of_work
+from orchestrator.store.harness_store import SqlHarnessStore
 from orchestrator.store.outbox_tables import InboxRow, OutboxRow
-from orchestrator.store.tables import CheckpointRow, EventRow, LedgerRow, SagaRow, WorkRow
+from orchestrator.store.tables import CheckpointRow, EventRow, SagaRow, WorkRow
 from sagas.machine import TERMINAL
 from telemetry import metrics
 
@@ -52,7 +58,6 @@ TABLES = ("events", "checkpoints", "ledger", "inbox", "outbox", "work")
 _SAGAS: Table = SagaRow.__table__  # type: ignore[attr-defined]
 _EVENTS: Table = EventRow.__table__  # type: ignore[attr-defined]
 _CHECKPOINTS: Table = CheckpointRow.__table__  # type: ignore[attr-defined]
-_LEDGER: Table = LedgerRow.__table__  # type: ignore[attr-defined]
 _INBOX: Table = InboxRow.__table__  # type: ignore[attr-defined]
 _OUTBOX: Table = OutboxRow.__table__  # type: ignore[attr-defined]
 _WORK: Table = WorkRow.__table__  # type: ignore[attr-defined]
@@ -91,7 +96,7 @@ Snapshot = Callable[[Session, Sequence[str]], None]
 """Writes a prune snapshot event for each saga id, in the prune's transaction."""
 
 
-def _targets(ids: Sequence[str], ledger_cutoff: datetime) -> list[tuple[str, Table, ColumnElement[bool]]]:
+def _targets(ids: Sequence[str]) -> list[tuple[str, Table, ColumnElement[bool]]]:
     sent = select(_OUTBOX.c.id).where(_OUTBOX.c.saga_id.in_(ids), _OUTBOX.c.sent_at.is_not(None))
     return [
         # The inbox goes before the outbox rows it is matched through.
@@ -99,7 +104,6 @@ def _targets(ids: Sequence[str], ledger_cutoff: datetime) -> list[tuple[str, Tab
         ("outbox", _OUTBOX, _OUTBOX.c.saga_id.in_(ids) & _OUTBOX.c.sent_at.is_not(None)),
         ("events", _EVENTS, _EVENTS.c.saga_id.in_(ids) & ~_SNAPSHOT),
         ("checkpoints", _CHECKPOINTS, _CHECKPOINTS.c.saga_id.in_(ids)),
-        ("ledger", _LEDGER, _LEDGER.c.saga_id.in_(ids) & (_LEDGER.c.updated_at < ledger_cutoff)),
         ("work", _WORK, _WORK.c.saga_id.in_(ids) & _WORK.c.done_at.is_not(None)),
     ]
 
@@ -113,7 +117,10 @@ def prune(
     dry_run: bool = False,
     batch: int = 500,
     snapshot: Snapshot | None = None,
+    ledger: Ledger | None = None,
 ) -> PruneReport:
+    """Prune as the module says; `ledger` removes the ledger's rows (the store's, by default)."""
+    ledger = ledger if ledger is not None else SqlHarnessStore(engine)
     report = PruneReport(
         cutoff=now - older_than,
         ledger_cutoff=now - max(older_than, reconcile_window),
@@ -132,7 +139,7 @@ def prune(
                 .order_by(_SAGAS.c.id)
                 .limit(batch)
             )
-            if engine.dialect.name == "postgresql" and not dry_run:
+            if adapter_for(engine).skips_locked and not dry_run:
                 query = query.with_for_update(skip_locked=True)
             ids = [row[0] for row in conn.execute(query)]
             if not ids:
@@ -145,12 +152,14 @@ def prune(
                     select(_EVENTS.c.saga_id).where(_EVENTS.c.saga_id.in_(ids), ~_SNAPSHOT).distinct()
                 )
             ]
-            for name, table, where in _targets(ids, report.ledger_cutoff):
+            for name, table, where in _targets(ids):
                 if dry_run:
                     count = conn.execute(select(func.count()).select_from(table).where(where)).scalar_one()
                 else:
                     count = conn.execute(delete(table).where(where)).rowcount
                 report.rows[name] += int(count or 0)
+            # The ledger's rows go through its port, in the same transaction.
+            report.rows["ledger"] += ledger.prune(ids, report.ledger_cutoff, within=uow, count_only=dry_run)
             if with_history and not dry_run and snapshot is not None:
                 # The old snapshot goes with the events after it; the new one states them all.
                 conn.execute(delete(_EVENTS).where(_EVENTS.c.saga_id.in_(with_history), _SNAPSHOT))

@@ -22,6 +22,7 @@ from sqlalchemy.exc import IntegrityError
 from orchestrator.core.errors import InvalidInput, NotFound, Parked, Refused, RetryLater
 from orchestrator.harness.principals import acting
 from orchestrator.store import dead_letters
+from orchestrator.store.adapter import adapter_for
 from orchestrator.store.db import UnitOfWork, relaxed_commit
 from orchestrator.store.harness_store import SqlHarnessStore
 from orchestrator.store.work import claim_lease, give_back
@@ -105,7 +106,7 @@ class Consumer:
         """
         if self.model or (handoff is not None and handoff.uses_model):
             return False
-        return queue in self.short_queues and self.engine.dialect.name == "postgresql"
+        return queue in self.short_queues and adapter_for(self.engine).fold_lease_in_final_tx
 
     def _handle_with_lease_first(self, env: Envelope, handoff: Handoff) -> str:
         """The lease in a relaxed transaction of its own, then the handler, then the

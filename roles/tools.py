@@ -19,8 +19,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import Table, bindparam, select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
@@ -28,6 +26,7 @@ from orchestrator.core.errors import InvalidInput, NotFound
 from orchestrator.harness.declare import read_only, reversible_write
 from orchestrator.harness.digests import text_digest, version_digest
 from orchestrator.harness.spec import ToolContext, ToolSpec
+from orchestrator.store.adapter import StorageAdapter, adapter_for
 from orchestrator.store.db import one_read, unit_of_work
 from orchestrator.store.tables import ArtifactRow, SagaRow, VersionRow, utcnow
 from roles.artifacts import Artifact, Draft, Evidence, Finding, SourceFile
@@ -53,11 +52,13 @@ _SAGA_BASICS = select(_SAGAS.c.brief, _SAGAS.c.corpus, _SAGAS.c.created_at).wher
 )
 _ARTIFACTS: Table = ArtifactRow.__table__  # type: ignore[attr-defined]
 _VERSIONS: Table = VersionRow.__table__  # type: ignore[attr-defined]
-# An artifact is its digest's: written once, whoever comes first (no read before, no ORM flush).
-_STORE_ARTIFACT = {
-    name: dialect_insert(_ARTIFACTS).on_conflict_do_nothing(index_elements=[_ARTIFACTS.c.digest])
-    for name, dialect_insert in (("postgresql", pg_insert), ("sqlite", sqlite_insert))
-}
+
+
+def _store_artifact(adapter: StorageAdapter) -> Any:
+    """An artifact is its digest's: written once, whoever comes first (no read before, no ORM flush)."""
+    return adapter.insert_ignoring(_ARTIFACTS, [_ARTIFACTS.c.digest])
+
+
 _ARTIFACT_BODY = select(_ARTIFACTS.c.body).where(_ARTIFACTS.c.digest == bindparam("digest"))
 
 
@@ -96,7 +97,7 @@ def store_artifact(session: Session, saga_id: str, kind: str, artifact: Artifact
     digest = artifact.digest()
     conn = session.connection()
     conn.execute(
-        _STORE_ARTIFACT[conn.dialect.name],
+        adapter_for(conn).built(_store_artifact),
         {
             "digest": digest,
             "saga_id": saga_id,

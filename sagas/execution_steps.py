@@ -16,7 +16,7 @@ from sqlmodel import Session
 
 from orchestrator.harness.approvals import ApprovalRequest, ApprovalView, refusal, session_for
 from orchestrator.harness.digests import business_key
-from orchestrator.harness.ports import HarnessStore
+from orchestrator.harness.ports import Ledger
 from orchestrator.harness.spec import ToolCall, ToolResult
 from orchestrator.store.db import UnitOfWork
 from orchestrator.store.tables import SagaRow, StepRow
@@ -51,7 +51,7 @@ def start_execution(
     return sorted(existing.values(), key=lambda step: step.position)
 
 
-def rearm(uow: UnitOfWork, store: HarnessStore, step: StepRow, *, actor: str, reason: str) -> None:
+def rearm(uow: UnitOfWork, store: Ledger, step: StepRow, *, actor: str, reason: str) -> None:
     """Make a step publishable again under its key: its publish and its undo may both run again."""
     key = step.idempotency_key
     if key:

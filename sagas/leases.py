@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from orchestrator.harness.ports import HarnessStore
+from orchestrator.harness.ports import Ledger
 from orchestrator.store.db import UnitOfWork
 from orchestrator.store.tables import WorkRow
 from sagas import decider, records
@@ -13,7 +13,7 @@ from sagas.step_states import StepState
 SWEEPER = "sweeper"
 
 
-def give_up(uow: UnitOfWork, work: WorkRow, attempts: int, store: HarnessStore) -> None:
+def give_up(uow: UnitOfWork, work: WorkRow, attempts: int, store: Ledger) -> None:
     """Fail the preparation, or leave the execution to a person, with the reason."""
     s = uow.session
     saga = records.load_saga(s, work.saga_id, lock=True)

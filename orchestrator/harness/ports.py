@@ -39,28 +39,32 @@ class EventTimes(BaseModel):
     acked_at: datetime | None = None
 
 
+class HeldTx(Protocol):
+    """A transaction a store keeps open for its caller: the one a call's authorization reads
+    began (`AuthorizationReads.tx`), or the caller's own unit of work (`within`). The
+    engine hands it back to the store that made it and never looks inside."""
+
+    def after_commit(self, fn: Callable[[], None]) -> None:
+        """Run `fn` once the transaction has committed."""
+        ...
+
+
 class AuthorizationReads(NamedTuple):
     """What the authorization step reads before it decides, read together."""
 
     ledger: LedgerView | None
     saga_session: str | None
     approval: ApprovalView | None
-    # With `hold=True`: the open transaction the reads began (an opaque handle), for the
-    # intent or the refusal to commit in; None when the store has none.
-    tx: Any = None
+    # With `hold=True`: the open transaction the reads began, for the intent or the
+    # refusal to commit in; None when the store has none.
+    tx: HeldTx | None = None
 
 
 NO_READS = AuthorizationReads(None, None, None)
 
 
-class HarnessStore(Protocol):
-    def saga_session(self, saga_id: str) -> str | None:
-        """The saga's current run (its session), or None when there is no such saga."""
-        ...
-
-    def find_approval(self, saga_id: str, version_digest: str) -> ApprovalView | None: ...
-
-    def ledger_get(self, key: str) -> LedgerView | None: ...
+class AuthorizationReader(Protocol):
+    """What the authorization step reads before it decides, and the transaction it may hold."""
 
     def authorization_reads(
         self,
@@ -82,28 +86,25 @@ class HarnessStore(Protocol):
         the saga whose chains that write appends to, locked by the reads already."""
         ...
 
-    def release(self, tx: Any) -> None:
+    def release(self, tx: HeldTx | None) -> None:
         """Roll back what `tx` left open and give its connection back (None: nothing to do)."""
         ...
 
-    def record_event(
-        self,
-        *,
-        saga_id: str | None,
-        actor: str,
-        kind: str,
-        status: str,
-        tool: str | None = None,
-        detail: dict[str, Any] | None = None,
-        times: EventTimes | None = None,
-        parent_event_id: str | None = None,
-        hook: Callable[[Any], None] | None = None,
-        charge: Charge | None = None,
-        tx: Any = None,
-    ) -> str:
-        """Append one event (and run `hook` in the same transaction); with `charge`, charge
-        the saga's budget in it too, raising `BudgetExhausted` (nothing written) when spent."""
+
+class Approvals(Protocol):
+    """Approvals and the sagas' runs they are bound to (`begin_effect` consumes them)."""
+
+    def saga_session(self, saga_id: str) -> str | None:
+        """The saga's current run (its session), or None when there is no such saga."""
         ...
+
+    def find_approval(self, saga_id: str, version_digest: str) -> ApprovalView | None: ...
+
+
+class Ledger(Protocol):
+    """One effect per business key: its record, a person's settlement, and its retention."""
+
+    def ledger_get(self, key: str) -> LedgerView | None: ...
 
     def begin_effect(
         self,
@@ -117,7 +118,7 @@ class HarnessStore(Protocol):
         claim_seconds: float = 30.0,
         guard: Callable[[Any], None] | None = None,
         charge: Charge | None = None,
-        tx: Any = None,
+        tx: HeldTx | None = None,
     ) -> str:
         """Commit approval consumption, checkpoint, ledger `pending` (claimed for
         `claim_seconds`) and the intent event.
@@ -142,7 +143,7 @@ class HarnessStore(Protocol):
         result: dict[str, Any] | None,
         event: dict[str, Any],
         hook: Callable[[Any], None] | None = None,
-        tx: Any = None,
+        tx: HeldTx | None = None,
     ) -> str:
         """Commit the ledger outcome, the result event and the tool's own record together."""
         ...
@@ -156,7 +157,7 @@ class HarnessStore(Protocol):
         actor: str = "person",
         reason: str = "reconciled",
         detail: dict[str, Any] | None = None,
-        within: Any = None,
+        within: HeldTx | None = None,
     ) -> None:
         """A person settles a key: `confirmed` records the receipt (`done`), `absent`
         frees it for another attempt with the same key; a `reconcile` event (with
@@ -168,11 +169,51 @@ class HarnessStore(Protocol):
         """
         ...
 
-    def mark_uncertain(self, key: str, *, within: Any = None) -> bool:
+    def mark_uncertain(self, key: str, *, within: HeldTx | None = None) -> bool:
         """Mark a key whose call may have run (`pending` or `uncertain`) as
         `uncertain`; False, changing nothing, for any other status or no row.
         `within` as for `reconcile`."""
         ...
+
+    def prune(
+        self,
+        saga_ids: Sequence[str],
+        cutoff: datetime,
+        *,
+        within: HeldTx | None = None,
+        count_only: bool = False,
+    ) -> int:
+        """Remove the rows of `saga_ids` last changed before `cutoff`; how many (with
+        `count_only`, count them and remove none). `within` as for `reconcile`."""
+        ...
+
+
+class EventChain(Protocol):
+    """The saga's hash-chained event log."""
+
+    def record_event(
+        self,
+        *,
+        saga_id: str | None,
+        actor: str,
+        kind: str,
+        status: str,
+        tool: str | None = None,
+        detail: dict[str, Any] | None = None,
+        times: EventTimes | None = None,
+        parent_event_id: str | None = None,
+        hook: Callable[[Any], None] | None = None,
+        charge: Charge | None = None,
+        tx: HeldTx | None = None,
+    ) -> str:
+        """Append one event (and run `hook` in the same transaction); with `charge`, charge
+        the saga's budget in it too, raising `BudgetExhausted` (nothing written) when spent."""
+        ...
+
+
+class HarnessStore(AuthorizationReader, Approvals, Ledger, EventChain, Protocol):
+    """Everything the tool path asks of its store: one path authorizes (`AuthorizationReader`,
+    `Approvals`), records its effect (`Ledger`) and logs every step (`EventChain`)."""
 
 
 class Planner(Protocol):
@@ -183,9 +224,14 @@ class Planner(Protocol):
 
 __all__ = [
     "NO_READS",
+    "Approvals",
+    "AuthorizationReader",
     "AuthorizationReads",
+    "EventChain",
     "EventTimes",
     "HarnessStore",
+    "HeldTx",
+    "Ledger",
     "LedgerView",
     "Planner",
 ]

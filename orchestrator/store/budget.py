@@ -8,15 +8,15 @@ what it paid for, and a turn re-run after a crash continues the count.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Float, Insert, Select, Table, bindparam, select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Field, Session, SQLModel
 
 from orchestrator.harness.budget import Charge, Spent, exhausted, over
+from orchestrator.store.adapter import StorageAdapter, adapter_for
 from orchestrator.store.events import ChainedEvent, WithEvent
 from orchestrator.store.tables import utcnow
 
@@ -43,12 +43,13 @@ _CHARGED = {
 }
 
 
-def _charge_statement(dialect: str, *, limited: bool) -> Insert:
+def _charge_statement(adapter: StorageAdapter, *, limited: bool) -> Insert:
     """One statement per charge: the saga's row is created by its first charge and added to
     after that; with a limit, the addition is made only while it stays within the limit
     (nothing comes back when it would not). Prebuilt, run on the caller's connection."""
-    insert = pg_insert if dialect == "postgresql" else sqlite_insert
-    new = insert(_TABLE).values({c: bindparam(b, type_=_TABLE.c[c].type) for c, b in _CHARGED.items()})
+    new = adapter.insert(_TABLE).values(
+        {c: bindparam(b, type_=_TABLE.c[c].type) for c, b in _CHARGED.items()}
+    )
     return _added(new, limited=limited)
 
 
@@ -65,19 +66,29 @@ def _added(new: Any, *, limited: bool) -> Insert:
     return upsert.returning(_TABLE.c.calls, _TABLE.c.tokens, _TABLE.c.cost)
 
 
-_CHARGE: dict[tuple[str, bool], Insert] = {
-    (dialect, limited): _charge_statement(dialect, limited=limited)
-    for dialect in ("postgresql", "sqlite")
-    for limited in (False, True)
-}
+@dataclass(frozen=True)
+class _Charges:
+    """A database's charge statements, by whether the charge has a limit."""
+
+    alone: dict[bool, Insert]
+    # The same, each with an event written along (`WithEvent`): a read's charge and its result.
+    with_event: dict[bool, WithEvent]
+    # One statement that takes the saga's lock too (`_charge_holding`), where the database has one.
+    holding: dict[bool, Select[Any]]
 
 
-# The same, each with an event written along (`WithEvent`): a read's charge and its result.
-_CHARGE_WITH_EVENT = {variant: WithEvent(statement) for variant, statement in _CHARGE.items()}
+def _charges(adapter: StorageAdapter) -> _Charges:
+    alone = {limited: _charge_statement(adapter, limited=limited) for limited in (False, True)}
+    holding = (
+        {limited: _charge_holding(adapter, limited=limited) for limited in (False, True)}
+        if adapter.one_statement_writes
+        else {}
+    )
+    return _Charges(alone, {limited: WithEvent(st) for limited, st in alone.items()}, holding)
 
 
-def _charge_holding(*, limited: bool) -> Select[Any]:
-    """PostgreSQL, for a charge with its event whose transaction does not hold the saga yet:
+def _charge_holding(adapter: StorageAdapter, *, limited: bool) -> Select[Any]:
+    """One statement (PostgreSQL), for a charge with its event whose transaction does not hold the saga yet:
     the saga's lock, the charge and the event in one statement. The charge waits for the
     lock (`after_head`), so the saga is locked before its budget row, as an intent locks
     them; its columns come first, so that order is the gate's alone."""
@@ -86,7 +97,7 @@ def _charge_holding(*, limited: bool) -> Select[Any]:
     values = select(*(bindparam(b, type_=_TABLE.c[c].type) for c, b in _CHARGED.items())).where(
         event.after_head()
     )
-    charged_row = _added(pg_insert(_TABLE).from_select(list(_CHARGED), values), limited=limited).cte(
+    charged_row = _added(adapter.insert(_TABLE).from_select(list(_CHARGED), values), limited=limited).cte(
         "charged"
     )
     return select(
@@ -96,9 +107,6 @@ def _charge_holding(*, limited: bool) -> Select[Any]:
     )
 
 
-_CHARGE_HOLDING = {limited: _charge_holding(limited=limited) for limited in (False, True)}
-
-
 def charge(s: Session, c: Charge, *, event: dict[str, Any] | None = None) -> Spent:
     """Add `c` to its saga's row, atomically, in one statement; raises `BudgetExhausted`
     (changing nothing) when over. With `event` (`insert_event`'s fields), that event is
@@ -106,24 +114,24 @@ def charge(s: Session, c: Charge, *, event: dict[str, Any] | None = None) -> Spe
     takes it back with the rest."""
     refuse_over(s, c)
     conn = s.connection()
-    variant = conn.dialect.name, c.limit > 0
+    statements, limited = adapter_for(conn).built(_charges), c.limit > 0
     params = charge_params(c, utcnow())
     row: Any
     if event is None:
-        row = conn.execute(_CHARGE[variant], params).first()
+        row = conn.execute(statements.alone[limited], params).first()
     elif ChainedEvent.takes_chain(s, event.get("saga_id")):
         linked = ChainedEvent.params(s, **event)
-        *row, head, new_hash = conn.execute(_CHARGE_HOLDING[c.limit > 0], {**params, **linked}).one()
+        *row, head, new_hash = conn.execute(statements.holding[limited], {**params, **linked}).one()
         ChainedEvent.written(s, linked, head, new_hash)
     else:  # the event's link is hashed here, onto a head held first (`WithEvent`)
-        row = _CHARGE_WITH_EVENT[variant].execute(s, params, **event).first()
+        row = statements.with_event[limited].execute(s, params, **event).first()
     return charged(s, c, row)
 
 
-def charge_statement(dialect: str, c: Charge) -> Insert:
+def charge_statement(adapter: StorageAdapter, c: Charge) -> Insert:
     """`c`'s charge statement, for a caller that runs it inside a statement of its own (its
     parameters: `charge_params`; what it returns: `charged`)."""
-    return _CHARGE[dialect, c.limit > 0]
+    return adapter.built(_charges).alone[c.limit > 0]
 
 
 def charge_params(c: Charge, now: datetime) -> dict[str, Any]:

@@ -19,11 +19,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event, text
+from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session, create_engine
 
 from orchestrator.store import outage, schema
+from orchestrator.store.adapter import adapter_for
 
 log = logging.getLogger(__name__)
 WRITE_OPTION = "pressroom_write"
@@ -111,8 +112,7 @@ def one_read(engine: Engine) -> Connection:
     back when the connection returns to the pool); SQLite: its deferred `BEGIN`, which is
     local and costs no more."""
     conn = engine.connect()
-    if engine.dialect.name == "postgresql":
-        conn.execution_options(isolation_level="AUTOCOMMIT")
+    adapter_for(engine).read_outside_transaction(conn)
     return conn
 
 
@@ -123,8 +123,7 @@ def relaxed_commit(session: Session) -> None:
     wrong answer: a lease taken (it would run out and be recovered), a row
     marked sent (it would be sent again and deduplicated by the inbox).
     """
-    if session.get_bind().dialect.name == "postgresql":
-        session.connection().exec_driver_sql("SET LOCAL synchronous_commit = off")
+    adapter_for(session).relax_commit(session)
 
 
 def create_schema(engine: Engine) -> schema.Upgrade | None:
@@ -137,8 +136,7 @@ def create_schema(engine: Engine) -> schema.Upgrade | None:
         # Several processes may start at once: serialize the upgrade
         # (PostgreSQL: an advisory lock; SQLite: BEGIN IMMEDIATE).
         with engine.execution_options(**{WRITE_OPTION: True}).begin() as conn:
-            if engine.dialect.name == "postgresql":
-                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": SCHEMA_LOCK_KEY})
+            adapter_for(engine).lock_schema(conn, SCHEMA_LOCK_KEY)
             done = schema.upgrade(conn)
         _schema_done.add(key)
         return done

@@ -46,6 +46,7 @@ from orchestrator.harness.digests import sha256_hex
 from orchestrator.harness.event_chain import GENESIS, canonical_event, event_tag, keyed_event_hash
 from orchestrator.harness.ports import EventTimes
 from orchestrator.harness.principals import current_principal
+from orchestrator.store.adapter import adapter_for
 from orchestrator.store.chain_keys import key_of
 from orchestrator.store.tables import EventRow, new_id, utcnow
 
@@ -110,7 +111,7 @@ def hold_chain(session: Session, saga_id: str) -> str:
         # Held to the end of the transaction: the head cannot move under us. The
         # head is read after the lock is granted, so it sees what the transaction
         # that held the lock committed.
-        if conn.dialect.name == "postgresql":
+        if adapter_for(conn).locks_rows:
             found = conn.execute(_HOLD_CHAIN, {"saga_id": saga_id}).scalar()
         else:  # SQLite: the unit of work's BEGIN IMMEDIATE holds the write lock already
             found = conn.execute(_CHAIN_HEAD, {"saga_id": saga_id}).scalar()
@@ -198,7 +199,7 @@ class WithEvent:
         values = _values(fields)
         _link(session, values)
         conn = session.connection()
-        if conn.dialect.name != "postgresql":
+        if not adapter_for(conn).one_statement_writes:
             conn.execute(_INSERT_EVENT, values)
             return conn.execute(self.alone, params)
         event = {f"ev_{c.name}": values.get(c.name) for c in _EVENT_COLUMNS}
@@ -265,7 +266,7 @@ class ChainedEvent:
         return (
             saga_id is not None
             and saga_id not in _heads(session)
-            and session.connection().dialect.name == "postgresql"
+            and adapter_for(session.connection()).one_statement_writes
         )
 
     @staticmethod

@@ -1,5 +1,8 @@
 """The harness's store on SQL: events, approvals, the ledger, checkpoints.
 
+`SqlHarnessStore` implements the harness ports (`AuthorizationReader`, `Approvals`,
+`Ledger`, `EventChain`) on one engine, reading the time from its `Clock`.
+
 `begin_effect` is the pre-execute record (invariant 4): approval consumption,
 the chained checkpoint, the ledger row `pending` and the intent event commit
 in one transaction before the executor runs.
@@ -7,39 +10,34 @@ in one transaction before the executor runs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from datetime import timedelta
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
-from orchestrator.core.errors import (
-    IdempotencyConflict,
-    NotFound,
-)
+from orchestrator.core.clock import SYSTEM_CLOCK, Clock
+from orchestrator.core.errors import IdempotencyConflict
 from orchestrator.harness.approvals import ApprovalView
 from orchestrator.harness.budget import Charge
 from orchestrator.harness.checkpoints import AgentState
 from orchestrator.harness.ledger_status import LedgerStatus
-from orchestrator.harness.ports import NO_READS, AuthorizationReads, EventTimes, LedgerView
+from orchestrator.harness.ports import NO_READS, AuthorizationReads, EventTimes, HeldTx, LedgerView
 from orchestrator.store import harness_rows as rows
+from orchestrator.store import ledger_rows
+from orchestrator.store.approval_rows import approval_of, approval_row, approval_view
 from orchestrator.store.budget import charge as charge_budget
-from orchestrator.store.db import UnitOfWork, unit_of_work
 from orchestrator.store.events import add_event, hold_chain, insert_event
-from orchestrator.store.harness_rows import approval_row, approval_view
-from orchestrator.store.tables import (
-    LedgerRow,
-    new_id,
-    utcnow,
-)
+from orchestrator.store.harness_tx import CallTx, call_unit, joined
+from orchestrator.store.tables import new_id
 
 
 class SqlHarnessStore:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, *, clock: Clock = SYSTEM_CLOCK) -> None:
         self.engine = engine
+        self.clock = clock
 
     def saga_session(self, saga_id: str) -> str | None:
         with Session(self.engine) as s:
@@ -47,11 +45,11 @@ class SqlHarnessStore:
 
     def find_approval(self, saga_id: str, version_digest: str) -> ApprovalView | None:
         with Session(self.engine) as s:
-            return rows.approval_of(s, saga_id, version_digest)
+            return approval_of(s, saga_id, version_digest)
 
     def ledger_get(self, key: str) -> LedgerView | None:
         with Session(self.engine) as s:
-            return rows.ledger_row(s, key)
+            return ledger_rows.ledger_row(s, key)
 
     def authorization_reads(
         self,
@@ -66,7 +64,7 @@ class SqlHarnessStore:
             return NO_READS
         if hold:
             # The reads open the call's first transaction; the intent (or the refusal) commits it.
-            tx = rows.CallTx(self.engine)
+            tx = CallTx(self.engine)
             try:
                 session = tx.unit().session
                 reads = rows.read_for_authorization(session, key, saga_id, version_digest, lock)
@@ -77,8 +75,8 @@ class SqlHarnessStore:
         with Session(self.engine) as s:
             return rows.read_for_authorization(s, key, saga_id, version_digest)
 
-    def release(self, tx: Any) -> None:
-        if isinstance(tx, rows.CallTx):
+    def release(self, tx: HeldTx | None) -> None:
+        if isinstance(tx, CallTx):
             tx.release()
 
     def record_event(
@@ -94,7 +92,7 @@ class SqlHarnessStore:
         parent_event_id: str | None = None,
         hook: Callable[[Any], None] | None = None,
         charge: Charge | None = None,
-        tx: Any = None,
+        tx: HeldTx | None = None,
     ) -> str:
         fields: dict[str, Any] = {
             "event_id": new_id(),
@@ -107,7 +105,7 @@ class SqlHarnessStore:
             "times": times,
             "parent_event_id": parent_event_id,
         }
-        with rows.call_unit(self.engine, tx) as uow:
+        with call_unit(self.engine, tx) as uow:
             if charge is None:
                 event_id = insert_event(uow.session, **fields)
             else:  # the event goes with the charge, the saga locked before its budget row
@@ -129,12 +127,12 @@ class SqlHarnessStore:
         claim_seconds: float = 30.0,
         guard: Callable[[Any], None] | None = None,
         charge: Charge | None = None,
-        tx: Any = None,
+        tx: HeldTx | None = None,
     ) -> str:
-        now = utcnow()
+        now = self.clock.now()
         key = state.idempotency_key
         try:
-            with rows.call_unit(self.engine, tx) as uow:
+            with call_unit(self.engine, tx) as uow:
                 s = uow.session
                 # Serialize effects of one saga (its row's lock): the chains never fork.
                 head = rows.hold_chains(s, saga_id) if saga_id is not None else None
@@ -179,12 +177,12 @@ class SqlHarnessStore:
         result: dict[str, Any] | None,
         event: dict[str, Any],
         hook: Callable[[Any], None] | None = None,
-        tx: Any = None,
+        tx: HeldTx | None = None,
     ) -> str:
-        with rows.call_unit(self.engine, tx) as uow:
+        with call_unit(self.engine, tx) as uow:
             s = uow.session
             # The saga's lock first, then the ledger row, as begin_effect takes them.
-            event_id = rows.finish_ledger(s, key, ledger_status, result, event)
+            event_id = ledger_rows.finish_ledger(s, key, ledger_status, result, event, self.clock.now())
             if hook is not None and ledger_status == LedgerStatus.DONE:
                 hook(uow)
             return event_id
@@ -198,52 +196,31 @@ class SqlHarnessStore:
         actor: str = "person",
         reason: str = "reconciled",
         detail: dict[str, Any] | None = None,
-        within: Any = None,
+        within: HeldTx | None = None,
     ) -> None:
-        with self._joined(within) as uow:
+        with joined(self.engine, within) as uow:
             s = uow.session
             found = self.ledger_get(key) if within is None else None
             if found is not None and found.saga_id is not None:
                 hold_chain(s, found.saga_id)  # the saga before the ledger row, as everywhere
-            row = s.get(LedgerRow, key, with_for_update=True)
-            if row is None:
-                raise NotFound(f"no ledger row {key}", key=key)
-            confirmed = outcome == "confirmed"
-            row.status = LedgerStatus.DONE if confirmed else LedgerStatus.ABSENT
-            row.result = dict(receipt or {"reconciled_by": actor}) if confirmed else None
-            row.updated_at = utcnow()
-            s.add(row)
-            ev = add_event(
-                s,
-                saga_id=row.saga_id,
-                actor=actor,
-                kind="reconcile",
-                status=outcome,
-                tool=row.tool,
-                detail={**(detail or {}), "key": key, "reason": reason, "outcome": outcome},
+            ledger_rows.settle_by_person(
+                s, key, outcome, receipt, actor=actor, reason=reason, detail=detail, now=self.clock.now()
             )
-            row.event_id = ev.event_id
 
-    def mark_uncertain(self, key: str, *, within: Any = None) -> bool:
-        with self._joined(within) as uow:
-            row = uow.session.get(LedgerRow, key, with_for_update=True)
-            if row is None or row.status not in (LedgerStatus.PENDING, LedgerStatus.UNCERTAIN):
-                return False
-            row.status = LedgerStatus.UNCERTAIN
-            row.updated_at = utcnow()
-            uow.session.add(row)
-            return True
+    def mark_uncertain(self, key: str, *, within: HeldTx | None = None) -> bool:
+        with joined(self.engine, within) as uow:
+            return ledger_rows.mark_uncertain(uow.session, key, self.clock.now())
 
-    @contextmanager
-    def _joined(self, within: Any) -> Iterator[UnitOfWork]:
-        """The caller's unit of work when given (it commits), else a new one."""
-        if within is not None:
-            if not isinstance(within, UnitOfWork):
-                raise TypeError(f"within must be a UnitOfWork, not {type(within).__name__}")
-            yield within
-            return
-        with unit_of_work(self.engine) as uow:
-            yield uow
+    def prune(
+        self,
+        saga_ids: Sequence[str],
+        cutoff: datetime,
+        *,
+        within: HeldTx | None = None,
+        count_only: bool = False,
+    ) -> int:
+        with joined(self.engine, within) as uow:
+            return ledger_rows.prune(uow.session.connection(), saga_ids, cutoff, count_only=count_only)
 
 
 __all__ = ["SqlHarnessStore", "approval_row", "add_event", "approval_view", "insert_event", "new_id"]

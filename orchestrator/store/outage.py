@@ -23,12 +23,13 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 
 from orchestrator.core.errors import ServiceUnavailable
+from orchestrator.store.adapter import adapter_for
 
 _SQLITE_UNAVAILABLE = ("unable to open database file", "database is locked", "disk i/o error")
 
 
 def retry_connect(engine: Engine, seconds: float) -> None:
-    if seconds <= 0 or engine.dialect.name != "postgresql":
+    if seconds <= 0 or not adapter_for(engine).retries_connect:
         return
 
     @event.listens_for(engine, "do_connect")

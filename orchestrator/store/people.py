@@ -48,7 +48,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
-from sqlalchemy import text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
@@ -66,6 +65,8 @@ from orchestrator.harness.principals import (
     token_matches,
 )
 from orchestrator.harness.textfold import skeleton
+from orchestrator.store.adapter import adapter_for
+from orchestrator.store.approvers import any_user, approver_lapse, lapse_reason
 from orchestrator.store.db import unit_of_work
 from orchestrator.store.people_tables import TokenRow, UserRow, WebSessionRow
 from orchestrator.store.tables import utcnow
@@ -142,37 +143,6 @@ def principal_of(row: UserRow, auth: AuthMethod) -> Principal:
 
 def _aware(value: datetime) -> datetime:
     return value if value.tzinfo else value.replace(tzinfo=UTC)
-
-
-def any_user(s: Session) -> bool:
-    return s.exec(select(UserRow.id).limit(1)).first() is not None
-
-
-def approver_lapse(s: Session, approver_id: str | None, approver: str) -> str | None:
-    """Why an approval's approver can no longer carry it (in the caller's transaction), or None.
-
-    Open mode (no user): honoured. Closed mode: the approver must be an
-    active user who still holds `reviewer`.
-    """
-    if not any_user(s):
-        return None
-    row = s.get(UserRow, approver_id) if approver_id else None
-    return lapse_reason(True, (row.active, row.roles, row.display) if row else None, approver)
-
-
-def lapse_reason(closed: bool, user: tuple[bool, list[str], str] | None, approver: str) -> str | None:
-    """`approver_lapse` on what was read: closed mode, and the approver's user row
-    (active, roles, display name) or None when the approver is no user."""
-    if not closed:
-        return None
-    if user is None:
-        return f"approver {approver} is not a user (approved without one); a reviewer must approve again"
-    active, roles, display = user
-    if not active:
-        return f"approver {display} was revoked after approving"
-    if Role.REVIEWER.value not in roles:
-        return f"approver {display} no longer holds the reviewer role"
-    return None
 
 
 class SqlPeopleStore:
@@ -388,8 +358,7 @@ def _need(s: Session, name: str) -> UserRow:
 
 def _lock_users(s: Session) -> None:
     """Hold the users table's write lock until the transaction ends (SQLite: already held)."""
-    if s.get_bind().dialect.name == "postgresql":
-        s.execute(text("LOCK TABLE users IN SHARE ROW EXCLUSIVE MODE"))
+    adapter_for(s).lock_users(s)
 
 
 def _admins(s: Session) -> list[str]:

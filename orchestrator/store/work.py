@@ -28,6 +28,7 @@ from sqlalchemy import select as core_select
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
+from orchestrator.store.adapter import adapter_for
 from orchestrator.store.db import relaxed_commit, unit_of_work
 from orchestrator.store.tables import WorkRow, utcnow
 
@@ -94,7 +95,7 @@ def claim_lease(session: Session, work_id: str, holder: str, lease: float) -> in
     or (PostgreSQL) locked by a consumer working inside its claiming transaction."""
     now = utcnow()
     conn = session.connection()
-    statement = _CLAIM_LEASE_SKIP_LOCKED if conn.dialect.name == "postgresql" else _CLAIM_LEASE
+    statement = _CLAIM_LEASE_SKIP_LOCKED if adapter_for(conn).skips_locked else _CLAIM_LEASE
     taken = conn.execute(
         statement,
         {"work_id": work_id, "now": now, "new_holder": holder, "until": now + timedelta(seconds=lease)},
@@ -168,7 +169,7 @@ def sweep_expired(
             .order_by(col(WorkRow.lease_until))
             .limit(100)
         )
-        if engine.dialect.name == "postgresql":
+        if adapter_for(engine).skips_locked:
             query = query.with_for_update(skip_locked=True)
         for row in uow.session.exec(query).all():
             if row.attempts >= max_attempts:

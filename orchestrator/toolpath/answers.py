@@ -9,19 +9,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from orchestrator.harness.budget import BudgetExhausted, Charge
 from orchestrator.harness.ledger_status import LedgerStatus
 from orchestrator.harness.policy import AwaitApproval
-from orchestrator.harness.ports import EventTimes, HarnessStore
+from orchestrator.harness.ports import EventChain, EventTimes, HeldTx, Ledger
 from orchestrator.harness.spec import Refusal, Risk, ToolCall, ToolResult, ToolStatus
 from orchestrator.toolpath.call import Call, Caller
 from telemetry import names, spans
 
 
+class Recorder(Ledger, EventChain, Protocol):
+    """What answers write through: the event log, and the ledger for a finished effect."""
+
+
 class Answers:
-    def __init__(self, store: HarnessStore, clock: Callable[[], datetime]) -> None:
+    def __init__(self, store: Recorder, clock: Callable[[], datetime]) -> None:
         self.store = store
         self.clock = clock
 
@@ -32,7 +36,7 @@ class Answers:
         times: EventTimes,
         reason: str,
         refusal: Refusal,
-        tx: Any = None,
+        tx: HeldTx | None = None,
     ) -> ToolResult:
         times.authorized_at = times.authorized_at or self.clock()
         event_id = self.store.record_event(

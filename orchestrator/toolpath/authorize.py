@@ -15,7 +15,7 @@ from datetime import datetime
 from orchestrator.harness.approvals import ApprovalRequest
 from orchestrator.harness.ledger_status import LedgerStatus
 from orchestrator.harness.policy import Action, AwaitApproval, PolicyState, Reject, decide
-from orchestrator.harness.ports import NO_READS, AuthorizationReads, HarnessStore
+from orchestrator.harness.ports import NO_READS, AuthorizationReader, AuthorizationReads
 from orchestrator.harness.principals import tool_refusal
 from orchestrator.harness.spec import Refusal, Risk, ToolResult
 from orchestrator.toolpath.answers import Answers
@@ -27,7 +27,7 @@ class Authorize:
     def __init__(
         self,
         next: Step,
-        store: HarnessStore,
+        store: AuthorizationReader,
         *,
         signing_key: bytes,
         clock: Callable[[], datetime],

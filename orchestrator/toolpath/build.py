@@ -23,14 +23,23 @@ def build_path(
     signing_key: bytes,
     limits: ParseLimits,
     clock: Callable[[], datetime],
+    claim_clock: Callable[[], datetime] | None = None,
     claim_seconds: float,
     saga_budget: int = 0,
     executor: Executor | None = None,
 ) -> Validate:
-    """``Validate → Authorize → Ledger → Trace → executor``."""
+    """``Validate → Authorize → Ledger → Trace → executor``. `clock` times the calls and decides
+    approvals; `claim_clock` (`clock` when None) is the one the store writes claims by."""
     answers = Answers(store, clock)
     traced = Trace(executor or SpecExecutor(), clock)
-    ledger = Ledger(traced, store, answers, claim_seconds=claim_seconds, saga_budget=saga_budget)
+    ledger = Ledger(
+        traced,
+        store,
+        answers,
+        claim_seconds=claim_seconds,
+        saga_budget=saga_budget,
+        clock=claim_clock or clock,
+    )
     authorize = Authorize(ledger, store, signing_key=signing_key, clock=clock, answers=answers)
     return Validate(authorize, registry, limits, answers)
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from orchestrator.harness.approvals import ApprovalRequest
 from orchestrator.harness.capabilities import Capabilities
-from orchestrator.harness.ports import EventTimes, LedgerView
+from orchestrator.harness.ports import EventTimes, HeldTx, LedgerView
 from orchestrator.harness.principals import Principal
 from orchestrator.harness.spec import ToolCall, ToolContext, ToolResult, ToolSpec
 from telemetry import spans
@@ -103,7 +103,7 @@ class Call:
     request: ApprovalRequest | None = None
     # The store's open transaction from the authorization reads (SQL: one pinned
     # connection for the whole call), for the intent or the refusal to commit in.
-    tx: Any = None
+    tx: HeldTx | None = None
 
     @property
     def attrs(self) -> dict[str, Any]:

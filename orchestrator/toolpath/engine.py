@@ -9,10 +9,10 @@ tasks, the MCP server, the saga runner) are handed a `Harness` (a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from contextlib import nullcontext
-from datetime import UTC, datetime
 
+from orchestrator.core.clock import SYSTEM_CLOCK, Clock
 from orchestrator.harness.parse import DEFAULT_LIMITS, ParseLimits
 from orchestrator.harness.ports import EventTimes, HarnessStore
 from orchestrator.harness.principals import acting
@@ -20,10 +20,6 @@ from orchestrator.harness.registry import Registry
 from orchestrator.harness.spec import ToolCall, ToolInfo, ToolResult
 from orchestrator.toolpath import Caller, Executor, Phases, Usage, build_path
 from telemetry import names, spans
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
 
 
 class Harness:
@@ -36,7 +32,8 @@ class Harness:
         *,
         signing_key: bytes,
         limits: ParseLimits = DEFAULT_LIMITS,
-        clock: Callable[[], datetime] = _now,
+        clock: Clock = SYSTEM_CLOCK,
+        claim_clock: Clock | None = None,
         claim_seconds: float = 30.0,
         saga_budget: int = 0,
         executor: Executor | None = None,
@@ -44,13 +41,16 @@ class Harness:
         registry.check_compensations()  # a compensation is a tool of this path, or none
         self.registry = registry
         self.store = store
-        self._clock = clock
+        # One clock times the calls, decides approvals' expiry and reads claims, unless the
+        # store writes its claims by another (`claim_clock`).
+        self._clock = clock.now
         self._path = build_path(
             registry,
             store,
             signing_key=signing_key,
             limits=limits,
-            clock=clock,
+            clock=clock.now,
+            claim_clock=claim_clock.now if claim_clock is not None else None,
             claim_seconds=claim_seconds,
             saga_budget=saga_budget,
             executor=executor,

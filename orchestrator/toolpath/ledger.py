@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 
+from orchestrator.core.clock import SYSTEM_CLOCK
 from orchestrator.core.errors import (
     ApprovalRefused,
     ApproverLapsed,
@@ -22,10 +23,11 @@ from orchestrator.core.errors import (
     KeyInFlight,
     PressroomError,
 )
+from orchestrator.harness import ports
 from orchestrator.harness.budget import BudgetExhausted, Charge
 from orchestrator.harness.checkpoints import AgentState
 from orchestrator.harness.ledger_status import LedgerStatus
-from orchestrator.harness.ports import HarnessStore, LedgerView
+from orchestrator.harness.ports import LedgerView
 from orchestrator.harness.spec import Refusal, Risk, ToolResult, ToolStatus
 from orchestrator.toolpath.answers import Answers
 from orchestrator.toolpath.call import Call
@@ -36,12 +38,12 @@ class Ledger:
     def __init__(
         self,
         next: Executor,
-        store: HarnessStore,
+        store: ports.Ledger,
         answers: Answers,
         *,
         claim_seconds: float,
         saga_budget: int = 0,
-        wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        clock: Callable[[], datetime] = SYSTEM_CLOCK.now,
     ) -> None:
         self.next = next
         self.store = store
@@ -50,8 +52,8 @@ class Ledger:
         # any executor may take (the destination timeout bounds publishes).
         self.claim_seconds = claim_seconds
         self.saga_budget = saga_budget
-        # Claims are wall-clock deadlines written by the store; compare with the wall clock.
-        self.wall_clock = wall_clock
+        # Claims are deadlines the store writes by its clock: compared with the same clock.
+        self.clock = clock
 
     def __call__(self, c: Call) -> ToolResult:
         if c.ledger is not None and c.ledger.status in (
@@ -86,7 +88,7 @@ class Ledger:
         if ledger.status == LedgerStatus.UNCERTAIN:
             reason = "outcome unknown: awaiting reconcile by a person"
             return self.answers.finish(c, ToolStatus.UNCERTAIN, None, reason, None)
-        if ledger.claimed_until is not None and ledger.claimed_until > self.wall_clock():
+        if ledger.claimed_until is not None and ledger.claimed_until > self.clock():
             return self.answers.in_flight(c, self.claim_seconds)
         # pending, its claim run out, no result: a crash between intent and record. Ask, never guess.
         answer = self.next.probe(c)

@@ -181,3 +181,68 @@ def test_the_check_sees_a_planted_cycle(tmp_path: Path) -> None:
     planted.write_text("def f():\n    from orchestrator.app import App\n    return App\n", encoding="utf-8")
     assert "orchestrator.app.App" in imports(planted)
     assert package_of("orchestrator.app.App") == "orchestrator"
+
+
+# What differs between SQLite and PostgreSQL is the storage adapters' alone: nothing else reads
+# the dialect's name or imports a dialect module (migrations, being history, excepted).
+DIALECT_PACKAGES = ("orchestrator", "sagas", "outbox", "roles", "telemetry")
+STORAGE_ADAPTERS = {
+    "orchestrator/store/adapter.py",  # `adapter_for`: picks the adapter by the dialect's name
+    "orchestrator/store/sqlite_adapter.py",
+    "orchestrator/store/postgres_adapter.py",
+}
+MIGRATIONS = "orchestrator/store/migrations/"
+
+
+def dialect_uses(source: str) -> list[str]:
+    """The lines of `source` that read `….dialect.name` or import `sqlalchemy.dialects`."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr == "name"
+            and isinstance(node.value, ast.Attribute)
+            and node.value.attr == "dialect"
+        ):
+            found.append(f"{node.lineno}: dialect.name")
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("sqlalchemy.dialects"):
+            found.append(f"{node.lineno}: from {node.module} import")
+        elif isinstance(node, ast.ImportFrom) and node.module == "sqlalchemy":
+            found += [f"{node.lineno}: sqlalchemy.dialects" for a in node.names if a.name == "dialects"]
+        elif isinstance(node, ast.Import):
+            found += [
+                f"{node.lineno}: import {a.name}"
+                for a in node.names
+                if a.name.startswith("sqlalchemy.dialects")
+            ]
+    return found
+
+
+def test_no_dialect_branch_outside_the_storage_adapters() -> None:
+    offenders = {}
+    for top in DIALECT_PACKAGES:
+        for path in sorted((ROOT / top).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            if rel in STORAGE_ADAPTERS or rel.startswith(MIGRATIONS):
+                continue
+            found = dialect_uses(path.read_text(encoding="utf-8"))
+            if found:
+                offenders[rel] = found
+    assert offenders == {}
+
+
+def test_the_dialect_check_sees_a_planted_branch() -> None:
+    planted = (
+        "from sqlalchemy.dialects.postgresql import insert\n"
+        "from sqlalchemy import dialects\n"
+        "def f(conn):\n"
+        "    if conn.dialect.name == 'postgresql':\n"
+        "        return session.get_bind().dialect.name\n"
+    )
+    assert [w.split(": ", 1)[1] for w in dialect_uses(planted)] == [
+        "from sqlalchemy.dialects.postgresql import",
+        "sqlalchemy.dialects",
+        "dialect.name",
+        "dialect.name",
+    ]
+    assert all((ROOT / rel).is_file() for rel in STORAGE_ADAPTERS)

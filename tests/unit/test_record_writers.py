@@ -1,10 +1,12 @@
-"""One writer per record: the ledger only through its store adapters, events only through
-`orchestrator/store/events.py`. Read from the source with `ast`, for every product module.
+"""One writer per record: the ledger only through its port's adapters (retention too goes through
+`Ledger.prune`), events only through `orchestrator/store/events.py`. Read from the source with
+`ast`, for every product module.
 
 A write is: constructing the row class, `insert`/`update`/`delete` on it (or its table, also
 under a name of its own: `_LEDGER = LedgerRow.__table__; insert(_LEDGER)`),
 assigning an attribute of a value read through it (`row = s.get(LedgerRow, key); row.status = …`,
-loops over such values included), `setattr` on one, or raw SQL that writes the table.
+loops over such values included, and values a function of the module returns built from it),
+`setattr` on one, or raw SQL that writes the table.
 """
 
 from __future__ import annotations
@@ -19,8 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PRODUCT = ["orchestrator", "sagas", "roles", "outbox", "telemetry", "evaluation", "bench"]
 WRITERS = {
     "LedgerRow": {
-        "orchestrator/store/harness_store.py",  # the SQL adapter of HarnessStore
-        "orchestrator/store/harness_rows.py",  # its queries and the pending row of an intent
+        "orchestrator/store/ledger_rows.py",  # the SQL adapter's ledger: every statement that writes it
         "evaluation/memory_store.py",  # the in-memory adapter (its own rows)
         "bench/prune.py",  # seeds synthetic finished sagas in bulk SQL for the prune benchmark
     },
@@ -42,8 +43,32 @@ def _mentions(node: ast.AST, names: set[str]) -> bool:
     )
 
 
-def _bound_names(tree: ast.AST, aliases: set[str]) -> set[str]:
-    """Names holding values read through the row class (assigned from it, or looping over it)."""
+def _bound_names(tree: ast.Module, aliases: set[str]) -> set[str]:
+    """Names holding values read through the row class (assigned from it, or looping over it), and
+    functions returning such a value of the module's own (`def _targets(): return [(_LEDGER, …)]`)."""
+    bound = _bound_by(tree, aliases)
+    top = {
+        n.id
+        for node in tree.body
+        if isinstance(node, ast.Assign | ast.AnnAssign)
+        for n in ast.walk(node)
+        if isinstance(n, ast.Name)
+    }
+    module_level = aliases | (bound & top)
+    returning = {
+        node.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and any(
+            _mentions(n.value, module_level)
+            for n in ast.walk(node)
+            if isinstance(n, ast.Return) and n.value is not None
+        )
+    }
+    return _bound_by(tree, aliases | returning) | returning if returning else bound
+
+
+def _bound_by(tree: ast.AST, aliases: set[str]) -> set[str]:
     bound: set[str] = set()
     # Two passes, so a loop over a list bound later in the text is still seen.
     for _ in range(2):
@@ -158,3 +183,22 @@ def give_up(s, steps):
     assert writes("from x import EventRow\ns.add(EventRow(actor='a'))\n", "EventRow") == [
         "2: constructs EventRow"
     ]
+
+
+def test_a_ledger_delete_through_a_list_of_tables_is_caught() -> None:
+    """Retention deleted ledger rows beside the port, from a list of tables a function returns."""
+    old_retention = """
+from sqlalchemy import delete
+from orchestrator.store.tables import EventRow, LedgerRow
+_EVENTS = EventRow.__table__
+_LEDGER = LedgerRow.__table__
+def _targets(ids, cutoff):
+    return [
+        ("events", _EVENTS, _EVENTS.c.saga_id.in_(ids)),
+        ("ledger", _LEDGER, _LEDGER.c.saga_id.in_(ids) & (_LEDGER.c.updated_at < cutoff)),
+    ]
+def prune(conn, ids, cutoff):
+    for name, table, where in _targets(ids, cutoff):
+        conn.execute(delete(table).where(where))
+"""
+    assert [w.split(": ", 1)[1] for w in writes(old_retention, "LedgerRow")] == ["delete(LedgerRow)"]
