@@ -10,7 +10,7 @@ its own child process (so that its peak resident memory is its own):
 - **sagas**: an app on a fresh SQLite database sharing that index, one
   unmeasured warm-up saga, then `--sagas` sagas; per saga the researcher,
   writer and reviewer time (each role's handler plus the commit of its
-  result) and the whole `services.submit` call (whose refresh walks and
+  result) and the whole `Submissions.submit` call (whose refresh walks and
   stats every file); medians, and the child's peak RSS;
 - **per call** (10 and 1,000 files only): `collect_evidence()` over
   `load_corpus()`, the research path without the index, for comparison.
@@ -282,7 +282,7 @@ def section(rows: list[dict[str, Any]], command: str, sagas: int) -> str:
             "one file per corpus). Each phase runs in its own child process; peak RSS is that process's "
             "`ru_maxrss`. `research`, `write` and `review` are each role's handler (the planner loop through "
             "the harness) plus the commit of its result, on a warm index; `submit` is the whole "
-            "`services.submit` call, whose refresh stats every file of the corpus. Medians of "
+            "`Submissions.submit` call, whose refresh stats every file of the corpus. Medians of "
             f"{sagas} sagas after one unmeasured warm-up saga. `research per call` is the path without the "
             "index (`collect_evidence(load_corpus())`, which re-reads and re-indexes the corpus every time), "
             "measured only up to 1,000 files.",

@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/tracing_overhead.py [--n 60] [--block 10]
 
-One saga = `services.submit` on SQLite with the inline broker: research,
+One saga = `Submissions.submit` on SQLite with the inline broker: research,
 writing and review run in this process before `submit` returns the saga in
 `ready-for-review` (the sample corpus, a `memory:` destination). Three modes,
 side by side in one run, switched between blocks of sagas with
@@ -189,7 +189,7 @@ def main() -> None:
     body = f"""Command: `{command_line()}` ({stamp()}, code at {git_rev()}; total {seconds:.0f} s; 1-minute load
 average {load:.2f} at the start — the machine is shared, other people's test runs may overlap).
 
-One saga is `services.submit` on SQLite (a file in a temporary folder) with the `inline://` broker:
+One saga is `Submissions.submit` on SQLite (a file in a temporary folder) with the `inline://` broker:
 research, writing and review run in this process and `submit` returns the saga in `ready-for-review`
 (sample corpus, one `memory:` destination). The modes are switched between blocks of {opts.block} sagas
 with `telemetry.setup.configure_tracing(…, env=…, set_global=False, force=True)` (Pressroom keeps its own

@@ -40,7 +40,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from orchestrator import services
 from orchestrator.bootstrap import build_app
 from orchestrator.core.config import Settings
 
@@ -83,8 +82,7 @@ def main(argv: list[str] | None = None) -> int:
 
     app.registry._specs[tool] = dataclasses.replace(spec, executor=dies_once)
     try:
-        services.submit(
-            app,
+        app.submissions.submit(
             brief="history of the library network",
             corpus=str(CORPUS),
             destinations=[f"site:{tmp / 'site'}"],
@@ -92,12 +90,12 @@ def main(argv: list[str] | None = None) -> int:
         )
     except WorkerDied:
         pass
-    sid = services.status(app)["sagas"][0]["saga_id"]
-    print(f"after the worker died in {tool}: {services.status(app, sid)['state']}")
+    sid = app.reads.status()["sagas"][0]["saga_id"]
+    print(f"after the worker died in {tool}: {app.reads.status(sid)['state']}")
     # the work's lease runs out; and, unless --during-claim, the intent's claim too
     time.sleep(2.0 if during_claim else settings.destination_timeout + 5 + 1)
-    app.drain()  # the relay's sweeper sends the review again; a reviewer takes it
-    status = services.status(app, sid)
+    app.consumer.drain()  # the relay's sweeper sends the review again; a reviewer takes it
+    status = app.reads.status(sid)
     print(f"after the lease brought the work back: {status['state']}: {status.get('reason')}")
     return 1 if status["state"] == "failed" else 0
 
