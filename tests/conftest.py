@@ -5,9 +5,9 @@ Integration and e2e tests use real PostgreSQL and Redis. They take
 the local defaults; an unreachable service skips the test with the reason,
 unless `PRESSROOM_REQUIRE_SERVICES=1` (set by .ci/run), which fails instead.
 
-The suite may run in parallel (`make test` runs `pytest -n 2 --dist loadfile
--m "not serial"`: each test file on one worker, in its usual order; then the
-`serial` tests alone, see SERIAL_HELPERS). Workers share nothing
+The suite may run in parallel (`make test` runs `pytest -n $(PYTEST_WORKERS)
+--dist loadfile -m "not serial"`: each test file on one worker, in its usual
+order; then the `serial` tests alone, see SERIAL_HELPERS). Workers share nothing
 that a test changes: PostgreSQL databases have random names, ports are free
 ones, temp folders are per worker, and each worker has its own Redis
 database (see `redis_url`).
@@ -44,15 +44,23 @@ os.environ["PRESSROOM_WEBHOOK_ALLOW"] = TEST_WEBHOOK_ALLOW
 # Tests from modules using these helpers start relays and workers with short
 # leases, or kill servers: they are marked `serial`, and `make test` runs them
 # after the parallel part, one at a time, so no other test competes for the CPU.
-SERIAL_HELPERS = ("tests.support.processes", "tests.support.pg_server")
+# A module named here counts whole (any of its functions, or the module itself);
+# of `tests.support.processes`, only what starts such processes counts: a test
+# that starts one `pressroom serve` (as `tests.support.web.served` does), runs a
+# command or polls a state runs in the parallel part.
+SERIAL_HELPERS = ("tests.support.pg_server",)
+SERIAL_PROCESS_HELPERS = ("Processes", "redis_server")
+PROCESSES = "tests.support.processes"
 
 
 def _uses_serial_helpers(module: Any) -> bool:
-    return any(
-        getattr(value, "__module__", None) in SERIAL_HELPERS
-        or getattr(value, "__name__", None) in SERIAL_HELPERS
-        for value in vars(module).values()
-    )
+    for value in vars(module).values():
+        home = getattr(value, "__module__", None)
+        if home in SERIAL_HELPERS or getattr(value, "__name__", None) in (*SERIAL_HELPERS, PROCESSES):
+            return True
+        if home == PROCESSES and getattr(value, "__qualname__", None) in SERIAL_PROCESS_HELPERS:
+            return True
+    return False
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -54,8 +54,8 @@ def published(cli: Cli, corpus: Path, tmp_path: Path) -> str:
     dests = [f"site:{tmp_path / 'site'}"]
     brief = "history of the library network"
     sid = in_process.submit(cli.env, cli.cwd, brief=brief, corpus=corpus, destinations=dests, actor="dana")
-    assert in_process.approve(cli.env, cli.cwd, sid, version=1, actor="erin")["version"] == 1
-    assert cli.json("status", sid)["state"] == "succeeded"
+    approved = in_process.approve(cli.env, cli.cwd, sid, version=1, actor="erin")
+    assert (approved["version"], approved["state"]) == (1, "succeeded"), approved
     return sid
 
 

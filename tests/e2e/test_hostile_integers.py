@@ -22,6 +22,7 @@ import pytest
 from mcp import types
 
 from tests.conftest import PRESSROOM, SAMPLE_CORPUS, Cli, base_env, free_port
+from tests.support import in_process
 from tests.support.processes import Proc, wait_until
 from tests.support.web import form_token, served
 
@@ -38,17 +39,10 @@ def open_site(tmp_path: Path) -> Iterator[tuple[str, Cli, str]]:
         PRESSROOM_DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite'}", PRESSROOM_BROKER_URL="inline://"
     )
     cli = Cli(env, tmp_path)
-    sid = cli.json(
-        "submit",
-        "--brief",
-        BRIEF,
-        "--corpus",
-        str(SAMPLE_CORPUS),
-        "--dest",
-        f"site:{tmp_path / 'site'}",
-        "--as",
-        "dana",
-    )["saga_id"]
+    dest = f"site:{tmp_path / 'site'}"
+    sid = in_process.submit(
+        env, tmp_path, brief=BRIEF, corpus=SAMPLE_CORPUS, destinations=[dest], actor="dana"
+    )
     with served(env, tmp_path) as url:
         yield url, cli, sid
 
@@ -197,7 +191,7 @@ def test_mcp_http_answers_400_with_a_json_rpc_error(tmp_path: Path) -> None:
     env = base_env(
         PRESSROOM_DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite'}", PRESSROOM_BROKER_URL="inline://"
     )
-    token = Cli(env, tmp_path).json("users", "add", "admin", "--role", "admin")["token"]
+    token = in_process.add_people(env, tmp_path, {}, admin_roles=("admin",))["admin"]
     port = free_port()
     proc = Proc("mcp-http", [PRESSROOM, "mcp", "--transport", "http", "--port", str(port)], env, tmp_path)
     url = f"http://127.0.0.1:{port}/mcp"

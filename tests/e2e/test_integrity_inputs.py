@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from tests.conftest import Cli, base_env, free_port
+from tests.support import in_process
 from tests.support.processes import PRESSROOM, Processes
 
 BRIEF = "history of the library network"
@@ -29,6 +30,11 @@ def submit(cli: Cli, corpus: Path, *dests: str) -> dict[str, Any]:
     return cli.json(*args)
 
 
+def submitted(cli: Cli, corpus: Path, dest: str) -> str:
+    """A saga made in this process, for a test about another command; its id."""
+    return in_process.submit(cli.env, cli.cwd, brief=BRIEF, corpus=corpus, destinations=[dest], actor="dana")
+
+
 def refused(cli: Cli, code: int, *args: str) -> str:
     done = cli.run(*args)
     assert done.returncode == code, (args[:2], done.returncode, done.stderr[-500:])
@@ -39,7 +45,7 @@ def refused(cli: Cli, code: int, *args: str) -> str:
 
 # -- the console script -----------------------------------------------------------
 def test_an_expiry_beyond_any_date_is_bad_input(cli: Cli, corpus: Path, tmp_path: Path) -> None:
-    sid = submit(cli, corpus, f"site:{tmp_path / 'site'}")["saga_id"]
+    sid = submitted(cli, corpus, f"site:{tmp_path / 'site'}")
     for huge in ("99999999999d", "9" * 400, "1e309"):
         refused(cli, 2, "approve", sid, "--version", "1", "--as", "erin", "--expires-in", huge)
     assert cli.json("status", sid)["state"] == "ready-for-review"
@@ -48,8 +54,8 @@ def test_an_expiry_beyond_any_date_is_bad_input(cli: Cli, corpus: Path, tmp_path
 def test_a_huge_saga_id_is_bad_input_and_wildcards_match_nothing(
     cli: Cli, corpus: Path, tmp_path: Path
 ) -> None:
-    first = submit(cli, corpus, f"site:{tmp_path / 'a'}")["saga_id"]
-    submit(cli, corpus, f"site:{tmp_path / 'b'}")
+    first = submitted(cli, corpus, f"site:{tmp_path / 'a'}")
+    submitted(cli, corpus, f"site:{tmp_path / 'b'}")
     assert "at most 64" in refused(cli, 2, "status", "a" * 100_000)
     refused(cli, 2, "show", "f" * 100_000)
     for pattern in ("%%%%%%", "______", first[:5] + "%", first[:5] + "_", first[:6] + "%"):

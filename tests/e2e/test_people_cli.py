@@ -2,6 +2,9 @@
 
 Every call is a subprocess with its own environment: the token a caller holds
 is `PRESSROOM_TOKEN`, nothing else. SQLite and PostgreSQL where storage matters.
+People and sagas a test needs before the command it is about are made in this
+process (`People.seed`, `People.submitted`); `users add` and `submit` through the
+console script have tests here and in `tests/e2e/test_cli.py`.
 """
 
 from __future__ import annotations
@@ -12,8 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.pool import NullPool
 
 from tests.conftest import Cli, base_env
+from tests.support import in_process
 
 BRIEF = "the history of the library network"
 # An admin grants only roles they hold: the first admin holds those the tests hand out.
@@ -47,6 +53,29 @@ class People:
         assert out["name"] == name and out["token"].startswith("pr_")
         self.tokens[name] = out["token"]
         return str(out["token"])
+
+    def seed(self, others: dict[str, tuple[str, ...]]) -> None:
+        """`admin` (every role the tests hand out), then `others` with their roles, added in
+        this process; their tokens kept by name."""
+        self.tokens.update(in_process.add_people(self.cli.env, self.cli.cwd, others, admin_roles=ADMIN))
+
+    def submitted(
+        self, corpus: Path, dest: str, *, token: str | None = None, actor: str | None = None
+    ) -> str:
+        """A saga submitted in this process by the holder of `token` or by `actor` (open
+        mode), waiting for review; its id."""
+        env, cwd = self.cli.env, self.cli.cwd
+        sid = in_process.submit(
+            env, cwd, brief=BRIEF, corpus=corpus, destinations=[dest], token=token, actor=actor
+        )
+        engine = create_engine(env["PRESSROOM_DATABASE_URL"], poolclass=NullPool)
+        try:
+            with engine.connect() as conn:
+                state = conn.execute(text("SELECT state FROM sagas WHERE id = :id"), {"id": sid}).scalar()
+        finally:
+            engine.dispose()
+        assert state == "ready-for-review", state
+        return sid
 
     def submit(self, corpus: Path, dest: str, token: str | None, *extra: str) -> dict[str, Any]:
         out = self.json(
@@ -94,9 +123,8 @@ def test_open_mode_says_so_and_the_first_user_must_be_an_admin(people: People) -
 
 
 def test_closed_mode_needs_a_valid_token_and_the_role(people: People, corpus: Path, tmp_path: Path) -> None:
-    people.add("admin", *ADMIN, by=None)
-    erin = people.add("erin", "reviewer")
-    dana = people.add("dana", "author")
+    people.seed({"erin": ("reviewer",), "dana": ("author",)})
+    erin, dana = people.tokens["erin"], people.tokens["dana"]
     site = tmp_path / "site"
     for token in (None, "pr_" + "x" * 43, "not-a-token"):
         for args in (
@@ -108,8 +136,7 @@ def test_closed_mode_needs_a_valid_token_and_the_role(people: People, corpus: Pa
             assert done.returncode == 4, (args, token, done.stderr)
             one_line_error(done)
     # an author may not approve, a reviewer may not submit nor add users: exit 4
-    saga = people.submit(corpus, f"site:{site}", dana)
-    sid = saga["saga_id"]
+    sid = people.submitted(corpus, f"site:{site}", token=dana)
     assert people.run("approve", sid, "--version", "1", token=dana).returncode == 4
     assert (
         people.run(
@@ -139,8 +166,8 @@ def test_closed_mode_needs_a_valid_token_and_the_role(people: People, corpus: Pa
 
 def test_a_new_token_replaces_the_old_and_roles_can_change(sqlite_people: People) -> None:
     people = sqlite_people
-    admin = people.add("admin", *ADMIN, by=None)
-    old = people.add("erin", "reviewer")
+    people.seed({"erin": ("reviewer",)})
+    admin, old = people.tokens["admin"], people.tokens["erin"]
     new = people.json("users", "token", "erin", token=admin)
     assert new["name"] == "erin" and new["roles"] == ["reviewer"] and new["token"] != old
     assert people.run("whoami", token=old).returncode == 4
@@ -160,8 +187,7 @@ def test_a_new_token_replaces_the_old_and_roles_can_change(sqlite_people: People
 @pytest.mark.parametrize("alias", ALIASES[1:])
 def test_a_name_that_looks_like_a_user_is_refused(sqlite_people: People, alias: str) -> None:
     people = sqlite_people
-    people.add("admin", *ADMIN, by=None)
-    people.add("Bob", "author")
+    people.seed({"Bob": ("author",)})
     done = people.run("users", "add", alias, "--role", "reviewer", token=people.tokens["admin"])
     assert done.returncode == 2 and "looks like" in done.stderr, done.stderr
     one_line_error(done)
@@ -170,11 +196,10 @@ def test_a_name_that_looks_like_a_user_is_refused(sqlite_people: People, alias: 
 def test_submitter_and_editor_cannot_approve_under_any_spelling_closed(
     people: People, corpus: Path, tmp_path: Path
 ) -> None:
-    people.add("admin", *ADMIN, by=None)
-    bob = people.add("Bob", "author", "reviewer")
-    erin = people.add("erin", "author", "reviewer")
+    people.seed({"Bob": ("author", "reviewer"), "erin": ("author", "reviewer")})
+    bob, erin = people.tokens["Bob"], people.tokens["erin"]
     site = tmp_path / "site"
-    sid = people.submit(corpus, f"site:{site}", bob)["saga_id"]
+    sid = people.submitted(corpus, f"site:{site}", token=bob)
     for alias in [None, *ALIASES]:
         args = ["approve", sid, "--version", "1"] + (["--as", alias] if alias else [])
         done = people.run(*args, token=bob)
@@ -198,7 +223,7 @@ def test_submitter_and_editor_cannot_approve_under_any_spelling_open(
     people: People, corpus: Path, tmp_path: Path
 ) -> None:
     site = tmp_path / "site"
-    sid = people.submit(corpus, f"site:{site}", None, "--as", "Bob")["saga_id"]
+    sid = people.submitted(corpus, f"site:{site}", actor="Bob")
     for alias in ALIASES:
         done = people.run("approve", sid, "--version", "1", "--as", alias)
         assert done.returncode == 4 and "cannot approve" in done.stderr, (alias, done.stderr)
@@ -216,7 +241,8 @@ def test_submitter_and_editor_cannot_approve_under_any_spelling_open(
 
 
 def test_open_mode_still_needs_as_where_it_did(sqlite_people: People, corpus: Path, tmp_path: Path) -> None:
-    sid = sqlite_people.submit(corpus, f"site:{tmp_path / 'site'}", None)["saga_id"]
+    # `submitter`: whom `pressroom submit` names in open mode without --as
+    sid = sqlite_people.submitted(corpus, f"site:{tmp_path / 'site'}", actor="submitter")
     done = sqlite_people.run("approve", sid, "--version", "1")
     assert done.returncode == 2 and "--as" in done.stderr
     one_line_error(done)
@@ -227,9 +253,8 @@ def test_events_record_the_principal_and_how_it_was_authenticated(
 ) -> None:
     people = sqlite_people
     open_sid = people.submit(corpus, f"site:{tmp_path / 'a'}", None, "--as", "sam")["saga_id"]
-    people.add("admin", *ADMIN, by=None)
-    dana = people.add("dana", "author")
-    erin = people.add("erin", "reviewer")
+    people.seed({"dana": ("author",), "erin": ("reviewer",)})
+    dana, erin = people.tokens["dana"], people.tokens["erin"]
     sid = people.submit(corpus, f"site:{tmp_path / 'b'}", dana)["saga_id"]
     people.json("approve", sid, "--version", "1", token=erin)
     with sqlite3.connect(tmp_path / "db.sqlite") as db:

@@ -17,11 +17,12 @@ import httpx
 import pytest
 
 from tests.conftest import PRESSROOM, base_env, free_port
+from tests.support import in_process
 from tests.support.processes import Processes, wait_until
 
 BRIEF = "the history of the library network"
 # An admin grants only roles they hold, so the first one holds those it hands out.
-ADMIN_ROLES = ("--role", "admin", "--role", "author", "--role", "reviewer")
+ADMIN_ROLES = ("admin", "author", "reviewer")
 
 
 def cli_json(env: dict[str, str], *args: str, token: str | None = None) -> dict[str, Any]:
@@ -49,11 +50,9 @@ def start_server(tmp_path: Path, users: bool) -> Iterator[Server]:
         PRESSROOM_DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite'}", PRESSROOM_BROKER_URL="inline://"
     )
     tokens: dict[str, str] = {}
-    if users:
-        tokens["admin"] = cli_json(env, "users", "add", "admin", *ADMIN_ROLES)["token"]
-        for name, roles in (("dana", ["author"]), ("erin", ["reviewer"]), ("bob", ["author", "reviewer"])):
-            args = [a for r in roles for a in ("--role", r)]
-            tokens[name] = cli_json(env, "users", "add", name, *args, token=tokens["admin"])["token"]
+    if users:  # made in this process (`users add` has tests/e2e/test_people_cli.py)
+        others = {"dana": ["author"], "erin": ["reviewer"], "bob": ["author", "reviewer"]}
+        tokens = in_process.add_people(env, tmp_path, others, admin_roles=ADMIN_ROLES)
     port = free_port()
     procs = Processes(env, tmp_path)
     proc = procs.start("serve", PRESSROOM, "serve", "--port", str(port))

@@ -19,9 +19,8 @@ from orchestrator.store.budget import spent
 from orchestrator.store.db import unit_of_work
 from orchestrator.store.tables import EventRow, WorkRow
 from outbox.messages import Handoff
-from tests.conftest import base_env
+from tests.conftest import Cli, base_env
 from tests.integration.helpers import make_app
-from tests.support.processes import cli_json
 
 BRIEF = "history of the library network"
 
@@ -46,10 +45,10 @@ def test_a_clean_saga_spends_its_calls_and_exhaustion_fails_it(db: str, tmp_path
 
     tight = make_app(db, tmp_path, saga_budget=9)
     out = tight.submissions.submit(brief=BRIEF, corpus=str(corpus), destinations=["memory:b2"], actor="dana")
-    env = base_env(PRESSROOM_DATABASE_URL=db, PRESSROOM_BROKER_URL="inline://")
-    status = cli_json(env, "status", out["saga_id"])
+    cli = Cli(base_env(PRESSROOM_DATABASE_URL=db, PRESSROOM_BROKER_URL="inline://"), tmp_path)
+    status = cli.json("status", out["saga_id"])
     assert status["state"] == "failed", status
-    history = cli_json(env, "history", out["saga_id"])["events"]
+    history = cli.json("history", out["saga_id"])["events"]
     failed = [e for e in history if e["kind"] == "transition" and e["status"] == "failed"]
     assert failed and str(failed[-1]["detail"].get("reason", "")).startswith("budget exhausted: 9 of 9"), (
         failed
@@ -82,6 +81,6 @@ def test_a_turn_run_again_after_a_crash_continues_the_count(db: str, tmp_path: P
             for e in s.exec(select(EventRow).where(EventRow.saga_id == sid).order_by(col(EventRow.seq))).all()
             if e.kind == "transition"
         ]
-    env = base_env(PRESSROOM_DATABASE_URL=db, PRESSROOM_BROKER_URL="none://")
-    assert cli_json(env, "status", sid)["state"] == "failed"
+    cli = Cli(base_env(PRESSROOM_DATABASE_URL=db, PRESSROOM_BROKER_URL="none://"), tmp_path)
+    assert cli.json("status", sid)["state"] == "failed"
     assert str(reasons[-1]).startswith("budget exhausted: 7 of 7"), reasons
