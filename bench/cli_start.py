@@ -23,7 +23,7 @@ A second table measures CPU time (user + system of the child, from `wait4`)
 on PostgreSQL in closed mode (`BENCH_DATABASE_URL`'s server, a fresh
 database; an admin, an author and a reviewer; each command with the
 reviewer's token): `status` and `show` on the quick path
-(`orchestrator/pg_reads.py`, psycopg alone), `status` on the full path (the
+(`orchestrator/reads/pg_reads.py`, psycopg alone), `status` on the full path (the
 same extra setting), and `approve`, which runs the store's full path and,
 with the inline broker, the publish it starts (one saga per round, submitted
 before the rounds). Goal: at most 0.5 s of CPU for `status`, `show` and
@@ -256,7 +256,7 @@ def main() -> None:
             "The same kind of samples on a fresh PostgreSQL database in closed mode (an admin, an author, "
             "a reviewer; every command with the reviewer's token), interleaved, one of each per round; "
             "CPU is the child's user + system time. `status` and `show` take the quick path "
-            "(`orchestrator/pg_reads.py`: psycopg alone, no SQLAlchemy, SQLModel, Alembic or pydantic); "
+            "(`orchestrator/reads/pg_reads.py`: psycopg alone, no SQLAlchemy, SQLModel, Alembic or pydantic); "
             "`status SAGA (full path)` is the same command sent through `Settings()` and the store, as "
             f"every read on PostgreSQL ran before; `approve` approves a saga of its own each round. Goal: "
             f"`status`, `show` and `approve` at most {CPU_GOAL:g} s of CPU.",

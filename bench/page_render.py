@@ -88,8 +88,8 @@ def main() -> None:
 
     from orchestrator.bootstrap import build_app
     from orchestrator.core.config import Settings
-    from orchestrator.entrypoints import pages, workspace
     from orchestrator.entrypoints.http import create_app
+    from orchestrator.entrypoints.web import pages, workspace
     from orchestrator.store.tables import SagaRow
     from sagas import records
 

@@ -26,7 +26,7 @@ from orchestrator.harness.registry import Registry
 from orchestrator.harness.spec import Risk, ToolSpec
 from orchestrator.operations import PRUNE_EVERY, Operations
 from orchestrator.pressroom import Pressroom
-from orchestrator.reads import Reads
+from orchestrator.reads.queries import Reads
 from orchestrator.saga_tools import saga_tools
 from orchestrator.services import Reviews
 from orchestrator.store.chain_keys import use_chain_key

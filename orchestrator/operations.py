@@ -27,7 +27,7 @@ from orchestrator.harness.principals import Permission, Principal, acting, requi
 from orchestrator.harness.spec import ToolCall, ToolStatus
 from orchestrator.people import as_principal
 from orchestrator.ports import Drain, Sessions, Transact
-from orchestrator.reads import Reads
+from orchestrator.reads.queries import Reads
 from orchestrator.store import dead_letters
 from orchestrator.store.harness_store import SqlHarnessStore, add_event
 from orchestrator.store.people import PeopleStore

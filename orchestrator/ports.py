@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sqlmodel import Session
-
+from orchestrator.store.db import Sessions
 from outbox.handlers import Dispatch, Transact
 
-Sessions = Callable[[], Session]
 Drain = Callable[[], int]
 
 __all__ = ["Dispatch", "Drain", "Sessions", "Transact"]

@@ -19,7 +19,7 @@ from orchestrator.core.clock import Clock
 from orchestrator.core.config import Settings
 from orchestrator.harness.registry import Registry
 from orchestrator.operations import Operations
-from orchestrator.reads import Reads
+from orchestrator.reads.queries import Reads
 from orchestrator.services import Reviews
 from orchestrator.store.harness_store import SqlHarnessStore
 from orchestrator.store.people import SqlPeopleStore

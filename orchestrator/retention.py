@@ -75,7 +75,7 @@ class PruneReport:
     finished_at: datetime | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        from orchestrator.views import iso
+        from orchestrator.reads.views import iso
 
         return {
             "cutoff": iso(self.cutoff),

@@ -41,7 +41,7 @@ from orchestrator.harness.digests import canonical_json, sha256_hex
 from orchestrator.harness.principals import current_principal
 from orchestrator.harness.spec import ToolContext, ToolSpec
 from orchestrator.pipeline_files import DEFAULT as DEFAULT_PIPELINE
-from orchestrator.reads import Reads
+from orchestrator.reads.queries import Reads
 from orchestrator.submission import MAX_BRIEF, Submissions
 
 SagaId = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")]

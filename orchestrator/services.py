@@ -4,7 +4,7 @@ retry and fork (`Reviews`); what the CLI, the HTTP API, the MCP server and the p
 Each mutating use case is one unit of work: the state change, its events and
 its outgoing messages commit together (invariant 8). With the in-process
 broker, queued work is delivered (`drain`) before the call returns. Reads are
-`orchestrator.reads.Reads`; `submit` is `orchestrator.submission.Submissions`.
+`orchestrator.reads.queries.Reads`; `submit` is `orchestrator.submission.Submissions`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlmodel import Session
 
-from orchestrator import findings, views
+from orchestrator import findings
 from orchestrator.comment_notes import rejection_note
 from orchestrator.core import durations
 from orchestrator.core.clock import Clock
@@ -35,7 +35,8 @@ from orchestrator.harness.links import LinkPolicy, describe, foreign_links
 from orchestrator.harness.principals import Party, Permission, Principal, acting, self_approval
 from orchestrator.people import permitted
 from orchestrator.ports import Dispatch, Drain, Transact
-from orchestrator.reads import Reads
+from orchestrator.reads import views
+from orchestrator.reads.queries import Reads
 from orchestrator.store.comments import comments_on
 from orchestrator.store.db import UnitOfWork
 from orchestrator.store.harness_store import approval_row

@@ -27,7 +27,7 @@ from orchestrator.harness.principals import Permission, Principal, acting
 from orchestrator.people import permitted
 from orchestrator.pipeline_artifact import store_pipeline
 from orchestrator.ports import Dispatch, Drain, Sessions, Transact
-from orchestrator.reads import Reads
+from orchestrator.reads.queries import Reads
 from orchestrator.store import submit_requests
 from orchestrator.store.harness_store import add_event
 from orchestrator.store.people import PeopleStore

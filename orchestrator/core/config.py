@@ -105,7 +105,7 @@ class Settings(BaseSettings):
         description="hosts (joined by ',') that links and images in a version or page may point to; "
         "unset: none, so no external link or image at all",
     )
-    # Web sign-in (orchestrator/entrypoints/web_auth.py).
+    # Web sign-in (orchestrator/entrypoints/web/auth.py).
     session_ttl: float = Field(default=8 * 3600.0, gt=0, description="web session lifetime, seconds")
     trusted_proxy_header: str | None = Field(
         default=None, description="header naming the signed-in user, e.g. X-Forwarded-User"

@@ -19,13 +19,14 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from orchestrator import light_config, read_model
+from orchestrator import light_config
 from orchestrator.light_config import ReadSettings
-from orchestrator.read_model import SagaReads
+from orchestrator.reads import read_model
+from orchestrator.reads.read_model import SagaReads
 
 if TYPE_CHECKING:
-    from orchestrator.pg_reads import PgReads
-    from orchestrator.sqlite_reads import SqliteReads
+    from orchestrator.reads.pg_reads import PgReads
+    from orchestrator.reads.sqlite_reads import SqliteReads
 
 Ask = Callable[[SagaReads, ReadSettings], dict[str, Any]]
 
@@ -50,11 +51,11 @@ def answer(ask: Ask) -> dict[str, Any] | None:
 
 def _open(settings: ReadSettings) -> SqliteReads | PgReads | None:
     if settings.sqlite_path is not None:
-        from orchestrator.sqlite_reads import SqliteReads
+        from orchestrator.reads.sqlite_reads import SqliteReads
 
         return SqliteReads.open_at_head(settings.sqlite_path)
     if settings.postgres is not None:
-        from orchestrator.pg_reads import PgReads
+        from orchestrator.reads.pg_reads import PgReads
 
         return PgReads.open_at_head(settings.postgres)
     return None

@@ -65,7 +65,6 @@ from starlette.routing import Route
 
 from orchestrator import pipeline_catalog
 from orchestrator.core.errors import PressroomError
-from orchestrator.entrypoints import pages
 from orchestrator.entrypoints.http_bodies import (
     ApproveBody,
     CancelBody,
@@ -77,9 +76,10 @@ from orchestrator.entrypoints.http_bodies import (
     bearer,
     json_body,
 )
-from orchestrator.entrypoints.http_support import LOOPBACK_HOSTS, Guard, status_for, whole_number
-from orchestrator.entrypoints.web import WebPages
-from orchestrator.entrypoints.web_auth import WebAuth
+from orchestrator.entrypoints.web import pages
+from orchestrator.entrypoints.web.auth import WebAuth
+from orchestrator.entrypoints.web.http_support import LOOPBACK_HOSTS, Guard, status_for, whole_number
+from orchestrator.entrypoints.web.routes import WebPages
 from orchestrator.harness.principals import Principal
 from orchestrator.people import mode, resolve
 from orchestrator.pressroom import Pressroom

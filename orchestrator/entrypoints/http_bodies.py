@@ -15,7 +15,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 
 from orchestrator.core.errors import InvalidInput
-from orchestrator.entrypoints.http_support import MAX_WHOLE, media_type, read_body
+from orchestrator.entrypoints.web.http_support import MAX_WHOLE, media_type, read_body
 from orchestrator.harness.parse import ParseRefused, strict_loads
 
 MAX_JSON_BYTES = 256 * 1024

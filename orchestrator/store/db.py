@@ -26,6 +26,9 @@ from sqlmodel import Session, create_engine
 from orchestrator.store import outage, schema
 from orchestrator.store.adapter import adapter_for
 
+# Opens a read session (`bootstrap` hands the use cases one over its engine).
+Sessions = Callable[[], Session]
+
 log = logging.getLogger(__name__)
 WRITE_OPTION = "pressroom_write"
 SCHEMA_LOCK_KEY = 0x70726573  # any constant shared by every Pressroom process
@@ -191,6 +194,7 @@ def unit_of_work(engine: Engine) -> Iterator[UnitOfWork]:
 
 
 __all__ = [
+    "Sessions",
     "POOL_OVERFLOW",
     "UnitOfWork",
     "create_schema",

@@ -120,7 +120,7 @@ def _names(stderr: str) -> set[str]:
 
 
 def test_postgres_closed_mode_reads_load_no_store_and_answer_as_the_full_path(tmp_path, pg_url) -> None:  # type: ignore[no-untyped-def]
-    """`status` and `show` on PostgreSQL in closed mode: psycopg alone (`orchestrator/pg_reads.py`),
+    """`status` and `show` on PostgreSQL in closed mode: psycopg alone (`orchestrator/reads/pg_reads.py`),
     the same bytes and exit code as the store's full path; `approve` loads no Alembic."""
     env = base_env(PRESSROOM_DATABASE_URL=pg_url, PRESSROOM_BROKER_URL="inline://")
 

@@ -167,7 +167,7 @@ def test_status_and_show_hold_the_pipeline_roles_and_usage_on_postgres(tmp_path:
 
     quick = _run(env, tmp_path, "status", saga_id, "--json", timing=True)
     loaded = {line.rsplit("|", 1)[1].strip() for line in quick.stderr.splitlines() if "|" in line}
-    assert "orchestrator.pg_reads" in loaded and "sqlalchemy" not in loaded  # it did not fall back
+    assert "orchestrator.reads.pg_reads" in loaded and "sqlalchemy" not in loaded  # it did not fall back
     slow = _run(full, tmp_path, "status", saga_id, "--json")
     assert (quick.returncode, quick.stdout) == (slow.returncode, slow.stdout) == (0, slow.stdout)
     out = json.loads(quick.stdout)

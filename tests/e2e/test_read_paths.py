@@ -67,7 +67,7 @@ def test_the_pipeline_its_roles_and_the_usage_read_the_same(tmp_path: Path) -> N
         timeout=180,
     )
     loaded = {line.rsplit("|", 1)[1].strip() for line in quick.stderr.splitlines() if "|" in line}
-    assert "orchestrator.sqlite_reads" in loaded and "sqlalchemy" not in loaded  # it did not fall back
+    assert "orchestrator.reads.sqlite_reads" in loaded and "sqlalchemy" not in loaded  # it did not fall back
     full = db.run("status", sid, "--json", **FULL)
     assert (quick.returncode, quick.stdout) == (full.returncode, full.stdout) == (0, full.stdout)
     out = json.loads(quick.stdout)

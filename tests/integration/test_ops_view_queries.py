@@ -1,4 +1,4 @@
-"""The `/ops` page's reads (`orchestrator.ops_view.read_ops`) on SQLite and PostgreSQL:
+"""The `/ops` page's reads (`orchestrator.reads.ops_view.read_ops`) on SQLite and PostgreSQL:
 open work per queue and task from live sagas only, the outbox's unsent rows, and per
 live state the sagas unchanged the longest (at most `STUCK_PER_STATE`), each with the
 work or destination it waits on."""
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from sqlalchemy import event
 
-from orchestrator.ops_view import STUCK_PER_STATE, read_ops
+from orchestrator.reads.ops_view import STUCK_PER_STATE, read_ops
 from orchestrator.store.db import unit_of_work
 from orchestrator.store.outbox_tables import OutboxRow
 from orchestrator.store.tables import SagaRow, StepRow, WorkRow

@@ -1,5 +1,5 @@
 """`status` and `show` on the full path (`Reads`: the read port over a SQLAlchemy session,
-`orchestrator.sql_reads`) answer what the CLI's quick path (the same port over the standard
+`orchestrator.reads.sql_reads`) answer what the CLI's quick path (the same port over the standard
 library's sqlite3 or psycopg alone) answers: the same dicts on SQLite and on PostgreSQL.
 Where the quick path is not sure (a lookup that finds nothing) it gives up (`Unanswered`),
 never an answer of its own; the full path words the error.
@@ -21,12 +21,13 @@ from typing import Any
 import pytest
 from sqlmodel import Session
 
-from orchestrator import people, read_model
+from orchestrator import people
 from orchestrator.core.errors import PressroomError
-from orchestrator.pg_reads import PgReads
 from orchestrator.pressroom import Pressroom
-from orchestrator.sql_reads import SqlSagaReads
-from orchestrator.sqlite_reads import SqliteReads
+from orchestrator.reads import read_model
+from orchestrator.reads.pg_reads import PgReads
+from orchestrator.reads.sql_reads import SqlSagaReads
+from orchestrator.reads.sqlite_reads import SqliteReads
 from orchestrator.store.tables import SagaRow, utcnow
 from tests.conftest import SAMPLE_CORPUS
 from tests.integration.helpers import make_app

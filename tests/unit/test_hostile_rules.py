@@ -8,8 +8,8 @@ import json
 import pytest
 
 from orchestrator.core.errors import InvalidInput
-from orchestrator.entrypoints.http_support import MAX_WHOLE, whole_number
 from orchestrator.entrypoints.mcp_json import OVERSIZED, REFUSED_METHOD, mark_duplicates, oversized_answer
+from orchestrator.entrypoints.web.http_support import MAX_WHOLE, whole_number
 from orchestrator.harness.principals import (
     Party,
     Principal,

@@ -38,7 +38,7 @@ BELOW_ENTRY_POINTS = (
 USE_CASES = (
     "orchestrator.comments",
     "orchestrator.operations",
-    "orchestrator.reads",
+    "orchestrator.reads.queries",
     "orchestrator.saga_tools",
     "orchestrator.services",
     "orchestrator.submission",
@@ -56,8 +56,10 @@ LAYERS = (
     "sagas.destinations",
     "sagas",
     "roles",
+    "orchestrator.reads",
     "orchestrator",
     "evaluation",
+    "orchestrator.entrypoints.web",
     "orchestrator.entrypoints",
 )
 

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from orchestrator.entrypoints.web_live import LiveHub, TooManyStreams
+from orchestrator.entrypoints.web.live import LiveHub, TooManyStreams
 
 
 def test_bounds_per_user_and_in_total_and_slots_come_back() -> None:

@@ -12,7 +12,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from orchestrator.core.config import Settings
 from orchestrator.core.durations import parse_duration, seconds
 from orchestrator.core.errors import InvalidInput
-from orchestrator.read_shapes import check_limit, decode_cursor, encode_cursor
+from orchestrator.reads.read_shapes import check_limit, decode_cursor, encode_cursor
 from orchestrator.retention import RetentionSchedule
 from telemetry import metrics, names, setup
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from orchestrator.ops_view import age_text, aware, waiting_on
+from orchestrator.reads.ops_view import age_text, aware, waiting_on
 
 
 def test_ages_read_in_the_largest_units_that_matter() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from orchestrator.entrypoints.pages import OPEN_VIEWER, Viewer, error_page, saga_list, saga_page
+from orchestrator.entrypoints.web.pages import OPEN_VIEWER, Viewer, error_page, saga_list, saga_page
 from tests.support.web import field_names, tags
 
 STATUS: dict[str, Any] = {

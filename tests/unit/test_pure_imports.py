@@ -33,9 +33,9 @@ PURE = [
     "roles.injection_rules",
     "roles.regex_gate",
     "orchestrator.harness.links",
-    "orchestrator.read_shapes",
-    "orchestrator.pipeline_shapes",
-    "orchestrator.read_model",
+    "orchestrator.reads.read_shapes",
+    "orchestrator.reads.pipeline_shapes",
+    "orchestrator.reads.read_model",
     "orchestrator.light_config",
     "roles.revising",
     "sagas.destinations.webhook_urls",
@@ -45,7 +45,7 @@ PURE = [
     "orchestrator.quoted",
     "orchestrator.comment_notes",
     "orchestrator.saga_log",
-    "orchestrator.entrypoints.web_actions",
+    "orchestrator.entrypoints.web.actions",
 ]
 FORBIDDEN = [
     "sqlalchemy",

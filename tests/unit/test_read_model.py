@@ -1,7 +1,7 @@
 """The quick reads of `status` and `show` on the read port, with records in memory (no I/O).
 
 Whatever they are not sure of is `Unanswered` (the CLI then asks the full path);
-what they answer has the shapes of `orchestrator.read_shapes`.
+what they answer has the shapes of `orchestrator.reads.read_shapes`.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from orchestrator import read_model
 from orchestrator.core.errors import InvalidInput, NotFound
-from orchestrator.pipeline_shapes import Spent
-from orchestrator.read_model import Unanswered
-from orchestrator.read_shapes import decode_cursor
+from orchestrator.reads import read_model
+from orchestrator.reads.pipeline_shapes import Spent
+from orchestrator.reads.read_model import Unanswered
+from orchestrator.reads.read_shapes import decode_cursor
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

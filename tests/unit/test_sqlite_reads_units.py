@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 from sqlalchemy.dialects import sqlite
 
-from orchestrator.sqlite_reads import head_revision, sql_datetime
+from orchestrator.reads.sqlite_reads import head_revision, sql_datetime
 from orchestrator.store import schema
 
 

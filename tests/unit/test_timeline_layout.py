@@ -1,10 +1,10 @@
-"""The saga timeline's layout (orchestrator.timeline): to scale, with the approval wait cut out."""
+"""The saga timeline's layout (orchestrator.entrypoints.web.timeline): to scale, with the approval wait cut out."""
 
 from __future__ import annotations
 
 import pytest
 
-from orchestrator.timeline import BREAK_PX, Interval, cut_gaps, human, layout
+from orchestrator.entrypoints.web.timeline import BREAK_PX, Interval, cut_gaps, human, layout
 
 
 def _work() -> list[Interval]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.entrypoints.web_actions import operator_actions, trace_href, trace_id_of
+from orchestrator.entrypoints.web.actions import operator_actions, trace_href, trace_id_of
 from orchestrator.findings import acknowledged, finding_id, unacknowledged
 from sagas.machine import TRANSITIONS, SagaEvent, SagaState
 

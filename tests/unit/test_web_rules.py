@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from orchestrator.entrypoints.web_rules import (
+from orchestrator.entrypoints.web.rules import (
     check_header_name,
     csrf_key,
     csrf_matches,
@@ -113,7 +113,7 @@ def test_next_is_a_local_path_only() -> None:
 
 def test_the_rules_load_no_web_framework_database_or_broker() -> None:
     code = (
-        "import sys\nimport orchestrator.entrypoints.web_rules\n"
+        "import sys\nimport orchestrator.entrypoints.web.rules\n"
         "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in "
         "{'starlette', 'sqlalchemy', 'sqlmodel', 'celery', 'redis', 'httpx', 'jinja2'})))\n"
     )

@@ -1,8 +1,8 @@
-"""The side-by-side word diff of the reviewers' diff page (orchestrator.word_diff)."""
+"""The side-by-side word diff of the reviewers' diff page (orchestrator.entrypoints.web.word_diff)."""
 
 from __future__ import annotations
 
-from orchestrator.word_diff import Piece, side_by_side, summary, tokens, word_pair
+from orchestrator.entrypoints.web.word_diff import Piece, side_by_side, summary, tokens, word_pair
 
 
 def test_tokens_give_the_line_back() -> None:
@@ -65,7 +65,7 @@ def test_the_workspace_layout_modules_import_no_adapters() -> None:
     from tests.unit.test_pure_imports import FORBIDDEN
 
     code = (
-        "import sys\nimport orchestrator.word_diff, orchestrator.timeline, orchestrator.source_context\n"
+        "import sys\nimport orchestrator.entrypoints.web.word_diff, orchestrator.entrypoints.web.timeline, orchestrator.entrypoints.web.source_context\n"
         f"print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in {FORBIDDEN!r})))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from orchestrator.entrypoints.document import anchor_of, render_document, sentence_pieces
-from orchestrator.source_context import quote_context
+from orchestrator.entrypoints.web.document import anchor_of, render_document, sentence_pieces
+from orchestrator.entrypoints.web.source_context import quote_context
 from roles.sentences import claims
 from tests.support.web import tags
 

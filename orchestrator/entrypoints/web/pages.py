@@ -1,7 +1,7 @@
 """HTML for the reviewers' pages: Jinja2 templates over the services' dicts.
 
 No I/O beyond reading the templates shipped in the package
-(`orchestrator/entrypoints/templates/`) and no request objects: `web.py`
+(`orchestrator/entrypoints/web/templates/`) and no request objects: `web.py`
 fetches the data and calls these. Autoescape is on for every template, so a
 value from a saga, a source, a person or a destination is escaped unless it
 is `Markup`; the only `Markup` the pages make is a version's markdown
@@ -29,11 +29,11 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
-from orchestrator.entrypoints.document import anchor_of
-from orchestrator.entrypoints.web_actions import operator_actions, trace_href
+from orchestrator.entrypoints.web.actions import operator_actions, trace_href
+from orchestrator.entrypoints.web.document import anchor_of
+from orchestrator.entrypoints.web.timeline import human
 from orchestrator.findings import finding_id
 from orchestrator.quoted import origins_of
-from orchestrator.timeline import human
 from sagas.machine import SagaState
 
 FORM_TOKEN_FIELD = "form_token"
@@ -203,7 +203,7 @@ def _diff_class(line: str) -> str:
 def environment() -> Environment:
     """The one template environment: package templates, autoescape on, strict names."""
     env = Environment(
-        loader=PackageLoader("orchestrator.entrypoints", "templates"),
+        loader=PackageLoader("orchestrator.entrypoints.web", "templates"),
         autoescape=True,
         undefined=StrictUndefined,
         finalize=_finalize,

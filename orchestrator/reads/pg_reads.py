@@ -1,13 +1,13 @@
-"""The read port (`orchestrator.read_model.SagaReads`) on PostgreSQL, with psycopg alone.
+"""The read port (`orchestrator.reads.read_model.SagaReads`) on PostgreSQL, with psycopg alone.
 
-For the CLI's `status` and `show` only, as `orchestrator.sqlite_reads` is for a
+For the CLI's `status` and `show` only, as `orchestrator.reads.sqlite_reads` is for a
 SQLite file: it starts without SQLAlchemy, SQLModel, Alembic or pydantic. It
 never writes: one read-only transaction (`REPEATABLE READ`, so every answer comes
 from one snapshot), SELECTs only, and the connection closed at the end.
 
 psycopg gives the columns the types SQLAlchemy's psycopg dialect gives them:
 `timestamptz` as aware datetimes in the session's time zone, `json` parsed,
-booleans as booleans; so the shapes (`orchestrator.read_shapes`) come out the
+booleans as booleans; so the shapes (`orchestrator.reads.read_shapes`) come out the
 same on both paths (`tests/e2e/test_read_paths.py`).
 
 `open_at_head` gives no reader when the database cannot be reached at once, or
@@ -24,9 +24,9 @@ import re
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from orchestrator.pipeline_shapes import Spent
-from orchestrator.read_model import Unanswered
-from orchestrator.sqlite_reads import (
+from orchestrator.reads.pipeline_shapes import Spent
+from orchestrator.reads.read_model import Unanswered
+from orchestrator.reads.sqlite_reads import (
     MAX_SAGA_ID,
     MAX_VERSION,
     ROLE_RUNS_SQL,

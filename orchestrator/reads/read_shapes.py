@@ -1,15 +1,15 @@
 """The one definition of the JSON shapes of `status` and `show`. No I/O.
 
 DESIGN.md publishes these shapes (`status SAGA_ID --json`, `status --json`
-as a page of sagas, `show SAGA_ID --json`). `orchestrator.read_model` fills
+as a page of sagas, `show SAGA_ID --json`). `orchestrator.reads.read_model` fills
 them from the records of a read port (`SagaReads`), whose adapters are
-`orchestrator.sql_reads` (a SQLAlchemy session: every database, every entry
-point), `orchestrator.sqlite_reads` and `orchestrator.pg_reads` (the CLI's
-quick path); `orchestrator.views` and `orchestrator.paging` fill them from a
+`orchestrator.reads.sql_reads` (a SQLAlchemy session: every database, every entry
+point), `orchestrator.reads.sqlite_reads` and `orchestrator.reads.pg_reads` (the CLI's
+quick path); `orchestrator.reads.views` and `orchestrator.paging` fill them from a
 session too. Each hands the records it loaded to the functions here, so none
 writes a shape of its own. A record is anything with the attributes of its
 row (a SQLModel row, or a named tuple of the same names). The pipeline part
-of them (`pipeline`, `roles`, `usage`) is built by `orchestrator.pipeline_shapes`
+of them (`pipeline`, `roles`, `usage`) is built by `orchestrator.reads.pipeline_shapes`
 and handed in as `progress`.
 
 Also here, because every reader pages alike: the opaque page cursor (the
@@ -136,7 +136,7 @@ def saga_status(
     progress: Mapping[str, Any],
 ) -> dict[str, Any]:
     """`status SAGA_ID`: `steps` are the saga's publishing steps, `approval` its latest one,
-    `progress` its pipeline, roles and usage (`orchestrator.pipeline_shapes.progress`)."""
+    `progress` its pipeline, roles and usage (`orchestrator.reads.pipeline_shapes.progress`)."""
     from orchestrator.harness.digests import business_key  # hashlib: only a saga's status needs it
 
     digest = head.digest if head else None

@@ -51,14 +51,16 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from orchestrator.core.errors import InvalidInput, NotAuthenticated, NotFound, PressroomError
-from orchestrator.entrypoints import pages, web_live, web_rules, workspace
-from orchestrator.entrypoints.http_support import media_type, read_body, status_for, whole_number
-from orchestrator.entrypoints.web_auth import Visitor, WebAuth
-from orchestrator.entrypoints.web_comments import CommentRoutes
-from orchestrator.entrypoints.web_ops import OperatorRoutes, acting_as
-from orchestrator.entrypoints.web_ops_page import OpsPage
-from orchestrator.entrypoints.web_rules import problem
-from orchestrator.entrypoints.web_workspace import WorkspaceRoutes
+from orchestrator.entrypoints.web import live as web_live
+from orchestrator.entrypoints.web import pages, workspace
+from orchestrator.entrypoints.web import rules as web_rules
+from orchestrator.entrypoints.web.auth import Visitor, WebAuth
+from orchestrator.entrypoints.web.comments import CommentRoutes
+from orchestrator.entrypoints.web.http_support import media_type, read_body, status_for, whole_number
+from orchestrator.entrypoints.web.ops import OperatorRoutes, acting_as
+from orchestrator.entrypoints.web.ops_page import OpsPage
+from orchestrator.entrypoints.web.rules import problem
+from orchestrator.entrypoints.web.workspace_routes import WorkspaceRoutes
 from orchestrator.harness.principals import Principal
 from orchestrator.pressroom import Pressroom
 

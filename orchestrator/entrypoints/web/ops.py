@@ -35,10 +35,10 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from orchestrator.core.errors import InvalidInput, NotAuthenticated, NotFound, PressroomError
-from orchestrator.entrypoints import pages
-from orchestrator.entrypoints.http_support import status_for, whole_number
-from orchestrator.entrypoints.web_auth import Visitor, WebAuth
-from orchestrator.entrypoints.web_rules import problem
+from orchestrator.entrypoints.web import pages
+from orchestrator.entrypoints.web.auth import Visitor, WebAuth
+from orchestrator.entrypoints.web.http_support import status_for, whole_number
+from orchestrator.entrypoints.web.rules import problem
 from orchestrator.harness.principals import Principal
 from orchestrator.people import check_claim
 from orchestrator.pressroom import Pressroom

@@ -39,8 +39,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from orchestrator.core.errors import NotAuthenticated
-from orchestrator.entrypoints import web_rules
-from orchestrator.entrypoints.pages import Viewer
+from orchestrator.entrypoints.web import rules as web_rules
+from orchestrator.entrypoints.web.pages import Viewer
 from orchestrator.harness.principals import Principal
 from orchestrator.store.people import PeopleStore
 

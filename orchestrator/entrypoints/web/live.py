@@ -44,7 +44,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 
-from orchestrator.entrypoints.http_support import SECURITY_HEADERS
+from orchestrator.entrypoints.web.http_support import SECURITY_HEADERS
 
 POLL_SECONDS: Final = 1.0
 HEARTBEAT_SECONDS: Final = 15.0
@@ -65,7 +65,9 @@ def script_policy(nonce: str) -> str:
 
 
 def page_script() -> Response:
-    body = files("orchestrator.entrypoints").joinpath("templates/workspace.js").read_text(encoding="utf-8")
+    body = (
+        files("orchestrator.entrypoints.web").joinpath("templates/workspace.js").read_text(encoding="utf-8")
+    )
     return Response(body, media_type="text/javascript")
 
 

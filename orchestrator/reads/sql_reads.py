@@ -1,10 +1,10 @@
-"""The read port (`orchestrator.read_model.SagaReads`) on a SQLAlchemy session, and `status` and
+"""The read port (`orchestrator.reads.read_model.SagaReads`) on a SQLAlchemy session, and `status` and
 `show` through it: the full path of those reads, on every database, for every entry point.
 
 `SqlSagaReads` reads the SQLModel tables (`orchestrator.store.tables`,
 `people_tables`, the `model_calls` table) inside the caller's session, so every
 answer comes from that session's transaction, and gives the records of the
-quick adapters (`orchestrator.sqlite_reads`: `SagaRec`, `VersionRec`, ...),
+quick adapters (`orchestrator.reads.sqlite_reads`: `SagaRec`, `VersionRec`, ...),
 each column as SQLAlchemy's dialect loads it. It never writes.
 
 Unlike the quick adapters it never answers None for a lookup: a saga is found
@@ -25,9 +25,9 @@ from sqlalchemy import select as sa_select
 from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import Session, SQLModel
 
-from orchestrator import read_model
-from orchestrator.pipeline_shapes import Spent
-from orchestrator.sqlite_reads import ApprovalRec, RoleRunRec, SagaRec, StepRec, VersionRec
+from orchestrator.reads import read_model
+from orchestrator.reads.pipeline_shapes import Spent
+from orchestrator.reads.sqlite_reads import ApprovalRec, RoleRunRec, SagaRec, StepRec, VersionRec
 from orchestrator.store import model_calls
 from orchestrator.store.people import any_user
 from orchestrator.store.people_tables import TokenRow, UserRow

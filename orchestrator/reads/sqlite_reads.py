@@ -1,4 +1,4 @@
-"""The read port (`orchestrator.read_model.SagaReads`) on a SQLite file, with the standard library.
+"""The read port (`orchestrator.reads.read_model.SagaReads`) on a SQLite file, with the standard library.
 
 For the CLI's read commands only: it starts in a few milliseconds where the
 store's SQLModel path first imports SQLAlchemy and SQLModel. It never writes:
@@ -26,10 +26,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
-from orchestrator.pipeline_shapes import Spent
+from orchestrator.reads.pipeline_shapes import Spent
 from orchestrator.store.migration_head import head_from_files
 
-MIGRATION_VERSIONS = Path(__file__).resolve().parent / "store" / "migrations" / "versions"
+MIGRATION_VERSIONS = Path(__file__).resolve().parents[1] / "store" / "migrations" / "versions"
 MAX_SAGA_ID = 64  # as sagas.records.find_saga: longer is refused there
 MAX_VERSION = 2**31 - 1
 _HEX = re.compile(r"[0-9a-f]+")

@@ -19,15 +19,15 @@ from typing import Any
 
 from sqlmodel import Session
 
-from orchestrator import word_diff, workspace_views
 from orchestrator.core.errors import InvalidInput
-from orchestrator.entrypoints.document import render_document
-from orchestrator.entrypoints.web_actions import trace_id_of
+from orchestrator.entrypoints.web import word_diff, workspace_views
+from orchestrator.entrypoints.web.actions import trace_id_of
+from orchestrator.entrypoints.web.document import render_document
+from orchestrator.entrypoints.web.timeline import layout
 from orchestrator.harness.principals import Principal
 from orchestrator.pressroom import Pressroom
 from orchestrator.store.comments import comments_on
 from orchestrator.store.tables import SagaRow
-from orchestrator.timeline import layout
 from sagas import records
 
 PAGE_SIZE = 25

@@ -7,7 +7,7 @@ does, as with the operators' forms.
 It shows, read when the page is opened:
 - per role queue, its depth on the broker and the open work the database
   holds for it (count, oldest age, earliest lease deadline), and the
-  outbox's unsent rows (`orchestrator.ops_view`);
+  outbox's unsent rows (`orchestrator.reads.ops_view`);
 - the workers that answer Celery's remote control just now, with pool,
   concurrency, uptime and the tasks they run (`orchestrator.ops_broker`); with
   the inline broker, "in-process (no separate workers)";
@@ -23,14 +23,15 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
-from orchestrator import ops_broker, ops_view
+from orchestrator import ops_broker
 from orchestrator.core.errors import NotPermitted
 from orchestrator.core.routing import QUEUES
-from orchestrator.entrypoints import pages
-from orchestrator.entrypoints.web_auth import WebAuth
-from orchestrator.entrypoints.web_ops import Pages
+from orchestrator.entrypoints.web import pages
+from orchestrator.entrypoints.web.auth import WebAuth
+from orchestrator.entrypoints.web.ops import Pages
 from orchestrator.harness.principals import Role
 from orchestrator.pressroom import Pressroom
+from orchestrator.reads import ops_view
 
 
 class OpsPage:

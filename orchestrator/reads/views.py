@@ -1,7 +1,7 @@
 """Read models on the store beside the read port: a saga's summary and its events.
 
-`status` and `show` read through the read port (`orchestrator.sql_reads`); the
-shapes are defined once, in `orchestrator.read_shapes`.
+`status` and `show` read through the read port (`orchestrator.reads.sql_reads`); the
+shapes are defined once, in `orchestrator.reads.read_shapes`.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
-from orchestrator import read_shapes
 from orchestrator.core.clock import iso
+from orchestrator.reads import read_shapes
 from orchestrator.store.tables import EventRow, SagaRow
 from sagas import records
 

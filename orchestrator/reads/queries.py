@@ -5,9 +5,9 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from orchestrator import sql_reads, views
 from orchestrator.core.clock import Clock
-from orchestrator.ports import Sessions
+from orchestrator.reads import sql_reads, views
+from orchestrator.store.db import Sessions
 from sagas import records
 
 

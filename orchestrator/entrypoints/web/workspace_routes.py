@@ -26,9 +26,10 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
 from orchestrator.core.errors import InvalidInput
-from orchestrator.entrypoints import pages, web_live, workspace
-from orchestrator.entrypoints.http_support import whole_number
-from orchestrator.entrypoints.web_auth import Visitor, WebAuth
+from orchestrator.entrypoints.web import live as web_live
+from orchestrator.entrypoints.web import pages, workspace
+from orchestrator.entrypoints.web.auth import Visitor, WebAuth
+from orchestrator.entrypoints.web.http_support import whole_number
 from orchestrator.harness.principals import Permission
 from orchestrator.pressroom import Pressroom
 

@@ -5,9 +5,9 @@ page of sagas, a version, the steps, the latest approval, an artifact's
 body, the runs of its pipeline's roles, what its model calls spent by role,
 and whether the caller may read at all. Its adapters:
 
-* `orchestrator.sql_reads.SqlSagaReads`: a SQLAlchemy session, on every
+* `orchestrator.reads.sql_reads.SqlSagaReads`: a SQLAlchemy session, on every
   database, for every entry point (the full path);
-* `orchestrator.sqlite_reads.SqliteReads` and `orchestrator.pg_reads.PgReads`:
+* `orchestrator.reads.sqlite_reads.SqliteReads` and `orchestrator.reads.pg_reads.PgReads`:
   the standard library's sqlite3 and psycopg alone, for a CLI that starts
   fast (the quick path, `orchestrator.entrypoints.fast_reads`).
 
@@ -15,7 +15,7 @@ Errors, by who words them:
 
 * the request's own: paging flags with a saga id, a bad limit or cursor,
   `show` of a saga with no version yet: `InvalidInput` or `NotFound`, worded
-  once in `orchestrator.read_shapes`, whichever adapter reads;
+  once in `orchestrator.reads.read_shapes`, whichever adapter reads;
 * a lookup that finds nothing: the full path's adapter raises the precise
   error itself (`sagas.records.find_saga` and `version`: an over-long id,
   an unknown or ambiguous saga, a missing version); a quick adapter returns
@@ -35,9 +35,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
-from orchestrator import pipeline_shapes, read_shapes
-from orchestrator.pipeline_shapes import RoleRunRecord, Spent
-from orchestrator.read_shapes import ApprovalRecord, SagaRecord, StepRecord, VersionRecord
+from orchestrator.reads import pipeline_shapes, read_shapes
+from orchestrator.reads.pipeline_shapes import RoleRunRecord, Spent
+from orchestrator.reads.read_shapes import ApprovalRecord, SagaRecord, StepRecord, VersionRecord
 
 
 class Unanswered(Exception):

@@ -21,10 +21,10 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from orchestrator.core.errors import InvalidInput, NotAuthenticated, NotFound, PressroomError
-from orchestrator.entrypoints import pages
-from orchestrator.entrypoints.http_support import whole_number
-from orchestrator.entrypoints.web_auth import Visitor, WebAuth
-from orchestrator.entrypoints.web_ops import Pages, acting_as
+from orchestrator.entrypoints.web import pages
+from orchestrator.entrypoints.web.auth import Visitor, WebAuth
+from orchestrator.entrypoints.web.http_support import whole_number
+from orchestrator.entrypoints.web.ops import Pages, acting_as
 from orchestrator.pressroom import Pressroom
 
 

@@ -26,13 +26,13 @@ from sqlalchemy import and_, func, or_
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
-from orchestrator import read_shapes, views
 from orchestrator.core.errors import InvalidInput, NotFound
+from orchestrator.entrypoints.web.source_context import quote_context
+from orchestrator.entrypoints.web.timeline import Interval
 from orchestrator.harness.principals import Party, Permission, Principal, self_approval
-from orchestrator.source_context import quote_context
+from orchestrator.reads import read_shapes, views
 from orchestrator.store.outbox_tables import OutboxRow
 from orchestrator.store.tables import EventRow, SagaRow, VersionRow, utcnow
-from orchestrator.timeline import Interval
 from sagas.machine import SagaState
 from sagas.retry import carried_parties
 from telemetry import names
