@@ -3,8 +3,9 @@
 - URI: `email:` and one to `MAX_RECIPIENTS` bare addresses, commas apart
   (`local@domain`: no display name, no angle brackets, no CR, LF or other
   control character). Stored lower-cased in the domain, in the order given.
-- Settings: `PRESSROOM_SMTP_URL` (`smtp://HOST:PORT`, or `smtps://` for implicit
-  TLS; `user:password@` logs in), `PRESSROOM_SMTP_FROM` (the From address) and
+- Settings: `PRESSROOM_SMTP_URL` (`smtp://HOST:PORT`, upgraded with STARTTLS when
+  the server offers it, or `smtps://` for implicit TLS; `user:password@` logs in,
+  and only over an encrypted connection), `PRESSROOM_SMTP_FROM` (the From address) and
   `PRESSROOM_EMAIL_DOMAINS` (the recipient domains allowed, commas apart; unset
   or empty: every `email:` destination is refused). The domains are checked at
   submit and again before each send.
@@ -24,6 +25,7 @@ Outcomes of a send, by what is known about the message::
 
     no server set, domain not allowed             NotApplied (nothing sent)
     connect refused or timed out, TLS, login      NotApplied
+    a password but no TLS to send it over         NotApplied
     sender or a recipient refused (before DATA)   NotApplied
     the server refused the message (4xx/5xx)      NotApplied
     accepted (250 after the message)              applied
@@ -280,7 +282,19 @@ class EmailDestination:
         try:
             smtp = self._connect(server)
             smtp.ehlo_or_helo_if_needed()
+            encrypted = server.implicit_tls
+            if not encrypted and smtp.has_extn("starttls"):
+                smtp.starttls(context=self.tls or ssl.create_default_context())
+                smtp.ehlo()
+                encrypted = True
             if server.user:
+                if not encrypted:
+                    raise NotApplied(
+                        f"{self.uri}: the server offers no STARTTLS, and a password is never sent in clear"
+                        " (use smtps:// or a server with STARTTLS); nothing was sent",
+                        uri=self.uri,
+                        key=key,
+                    )
                 smtp.login(server.user, server.password or "")
             code, answer = smtp.mail(self.sender)
             if code != 250:

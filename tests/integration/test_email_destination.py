@@ -204,6 +204,16 @@ def test_outcomes_before_and_after_data() -> None:
         assert len(stalling.messages) == 1, "the server has the message: it may well be delivered"
 
 
+def test_a_password_is_never_sent_in_clear() -> None:
+    with SmtpServer() as plain:  # offers no STARTTLS
+        with_login = plain.url.replace("smtp://", "smtp://press:secret@")
+        with pytest.raises(NotApplied, match="never sent in clear"):
+            adapter(with_login).publish("k-1", VERSION)
+        assert plain.messages == []
+        adapter(plain.url).publish("k-2", VERSION)  # no login: a plain connection may send
+        assert len(plain.messages) == 1
+
+
 class CrashAfterSend:
     """The real destination, and a process that dies after the message left, before its receipt."""
 
