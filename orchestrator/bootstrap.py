@@ -136,7 +136,7 @@ def build_app(
     people = SqlPeopleStore(engine)
     broker = broker or make_broker(settings)
     outbox = Outbox(engine, broker)
-    dispatcher = Dispatcher(outbox, lease_seconds=settings.lease_seconds)
+    dispatcher = Dispatcher(outbox, lease_seconds=settings.lease_seconds, clock=clock)
     reads = Reads(sessions, clock, review_reminder=settings.review_reminder)
     submissions = Submissions(
         transact=transact,
@@ -198,6 +198,7 @@ def build_app(
         store=store,
         on_parked=lambda destinations, wake, key: runner.limits.when_free(destinations, wake, key=key),
         lease_seconds=settings.lease_seconds,
+        clock=clock,
         model=settings.model,
     )
     reviews = Reviews(

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
+from orchestrator.core.clock import SYSTEM_CLOCK, Clock
 from orchestrator.core.errors import InvalidInput, NotFound, Parked, Refused, RetryLater
 from orchestrator.harness.principals import acting
 from orchestrator.store import dead_letters
@@ -52,6 +53,8 @@ class Consumer:
     store: SqlHarnessStore
     on_parked: OnParked
     lease_seconds: float
+    # Leases are taken and work is settled by this clock (the composition root's one clock).
+    clock: Clock = SYSTEM_CLOCK
     # PRESSROOM_MODEL: every writer's planner calls a model.
     model: str | None = None
     relay: Relay | None = None
@@ -112,7 +115,9 @@ class Consumer:
         """The lease in a relaxed transaction of its own, then the handler, then the
         inbox row, the completion and the handler's changes in one durable commit."""
         with self.transact() as uow:
-            taken = claim_lease(uow.session, handoff.work_id, env.message_id, self.lease_seconds)
+            taken = claim_lease(
+                uow.session, handoff.work_id, env.message_id, self.lease_seconds, now=self.clock.now()
+            )
             if taken is None:
                 return self._not_taken(uow, env, handoff)
             relaxed_commit(uow.session)
@@ -120,7 +125,7 @@ class Consumer:
         try:
             finalize = handler(handoff, env.message_id)
         except Parked as exc:
-            give_back(self.engine, handoff.work_id, env.message_id, self.lease_seconds)
+            give_back(self.engine, handoff.work_id, env.message_id, self.lease_seconds, now=self.clock.now())
             return self._parked(env, handoff, exc)
         except RetryLater as exc:
             # The lease is kept: the sweeper sends the work again once it runs out.
@@ -149,7 +154,9 @@ class Consumer:
         """
         try:
             with self.transact() as uow:
-                taken = claim_lease(uow.session, handoff.work_id, env.message_id, self.lease_seconds)
+                taken = claim_lease(
+                    uow.session, handoff.work_id, env.message_id, self.lease_seconds, now=self.clock.now()
+                )
                 if taken is None:
                     return self._not_taken(uow, env, handoff)
                 try:
@@ -188,6 +195,7 @@ class Consumer:
                 "status": "applied",
                 "detail": {"message_id": env.message_id, "work_id": handoff.work_id},
             },
+            now=self.clock.now(),
         )
         if settled != "applied":
             uow.session.rollback()

@@ -17,6 +17,7 @@ from sqlalchemy import Table, bindparam, inspect, select
 from sqlalchemy.orm.util import identity_key
 from sqlmodel import Session
 
+from orchestrator.core.clock import SYSTEM_CLOCK, Clock
 from orchestrator.core.routing import queue_of
 from orchestrator.store.db import UnitOfWork
 from orchestrator.store.tables import SagaRow
@@ -28,11 +29,12 @@ from telemetry.saga_trace import in_saga_trace
 
 
 class Dispatcher:
-    """Queues work through `outbox`; each work row's lease is `lease_seconds` long."""
+    """Queues work through `outbox`; each work row's lease is `lease_seconds` long, from `clock`."""
 
-    def __init__(self, outbox: Outbox, *, lease_seconds: float) -> None:
+    def __init__(self, outbox: Outbox, *, lease_seconds: float, clock: Clock = SYSTEM_CLOCK) -> None:
         self.outbox = outbox
         self.lease_seconds = lease_seconds
+        self.clock = clock
 
     def dispatch(
         self,
@@ -58,6 +60,7 @@ class Dispatcher:
             queue=queue,
             payload={},
             lease=self.lease_seconds,
+            now=self.clock.now(),
         )
         handoff = Handoff(
             saga_id=saga_id,

@@ -8,6 +8,7 @@ prebuilt Core statements on the session's connection (the consumer's hot path).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal
 
 from sqlalchemy import Insert, Select, Table, bindparam, exists, select
@@ -73,12 +74,12 @@ def already_applied(session: Session, message_id: str) -> bool:
     return session.connection().execute(_APPLIED, {"message_id": message_id}).first() is not None
 
 
-def claim(session: Session, message_id: str, consumer: str) -> bool:
+def claim(session: Session, message_id: str, consumer: str, *, now: datetime | None = None) -> bool:
     """Record `message_id` as applied; False when it was applied before."""
     conn = session.connection()
     written = conn.execute(
         adapter_for(conn).built(_claim),
-        {"message_id": message_id, "consumer": consumer, "processed_at": utcnow()},
+        {"message_id": message_id, "consumer": consumer, "processed_at": now or utcnow()},
     ).first()
     return written is not None
 
@@ -91,6 +92,7 @@ def settle(
     work_id: str,
     saga_id: str,
     event: dict[str, Any] | None = None,
+    now: datetime | None = None,
 ) -> Settled:
     """Claim `message_id` and complete the work it carries, held by that message; with
     `event` (`insert_event`'s fields), the saga's event that says so, written with them.
@@ -100,12 +102,13 @@ def settle(
     back, so the inbox row goes with it). One statement on PostgreSQL, which also
     holds `saga_id`'s event chain for the rest of the transaction.
     """
+    now = now or utcnow()
     conn = session.connection()
     adapter = adapter_for(conn)
     if not adapter.one_statement_writes:
-        if not claim(session, message_id, consumer):
+        if not claim(session, message_id, consumer, now=now):
             return "duplicate"
-        if not complete(session, work_id, message_id):
+        if not complete(session, work_id, message_id, now=now):
             return "lease-lost"
         if event is not None:
             insert_event(session, saga_id=saga_id, **event)
@@ -113,13 +116,13 @@ def settle(
     params = {"message_id": message_id, "consumer": consumer, "work_id": work_id, "held_by": message_id}
     if event is None:
         claimed, completed, head = conn.execute(
-            adapter.built(_settle).alone, {**params, "chain_of": saga_id, "now": utcnow()}
+            adapter.built(_settle).alone, {**params, "chain_of": saga_id, "now": now}
         ).one()
         chain_held(session, saga_id, head)
     else:
         linked = ChainedEvent.params(session, saga_id=saga_id, **event)
         claimed, completed, head, new_hash = conn.execute(
-            adapter.built(_settle).with_event, {**params, **linked, "now": utcnow()}
+            adapter.built(_settle).with_event, {**params, **linked, "now": now}
         ).one()
         ChainedEvent.written(session, linked, head, new_hash)
     if not claimed:

@@ -20,7 +20,7 @@ saga that was never worked on).
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Table, bindparam, or_, update
@@ -34,14 +34,22 @@ from orchestrator.store.tables import WorkRow, utcnow
 
 
 def new_work(
-    session: Session, *, saga_id: str, task: str, queue: str, payload: dict[str, Any], lease: float
+    session: Session,
+    *,
+    saga_id: str,
+    task: str,
+    queue: str,
+    payload: dict[str, Any],
+    lease: float,
+    now: datetime | None = None,
 ) -> WorkRow:
+    """A work row whose lease runs `lease` seconds from `now` (the caller's clock)."""
     row = WorkRow(
         saga_id=saga_id,
         task=task,
         queue=queue,
         payload=payload,
-        lease_until=utcnow() + timedelta(seconds=lease),
+        lease_until=(now or utcnow()) + timedelta(seconds=lease),
     )
     session.add(row)
     return row
@@ -89,11 +97,14 @@ _RENEW = _HELD.values(lease_until=bindparam("until"))
 _GIVE_BACK = _HELD.values(holder=None, lease_until=bindparam("until"), attempts=_WORK.c.attempts - 1)
 
 
-def claim_lease(session: Session, work_id: str, holder: str, lease: float) -> int | None:
+def claim_lease(
+    session: Session, work_id: str, holder: str, lease: float, *, now: datetime | None = None
+) -> int | None:
     """In the caller's transaction: take the lease of unfinished work whose
     lease is free or ran out; the attempt number, or None when it is held, done,
-    or (PostgreSQL) locked by a consumer working inside its claiming transaction."""
-    now = utcnow()
+    or (PostgreSQL) locked by a consumer working inside its claiming transaction.
+    `now`: the caller's clock (default the store's UTC clock)."""
+    now = now or utcnow()
     conn = session.connection()
     statement = _CLAIM_LEASE_SKIP_LOCKED if adapter_for(conn).skips_locked else _CLAIM_LEASE
     taken = conn.execute(
@@ -117,30 +128,36 @@ def renew_lease(engine: Engine, work_id: str, holder: str, lease: float) -> bool
     return _change_held(engine, _RENEW, work_id, holder, lease)
 
 
-def give_back(engine: Engine, work_id: str, holder: str, lease: float) -> bool:
+def give_back(
+    engine: Engine, work_id: str, holder: str, lease: float, *, now: datetime | None = None
+) -> bool:
     """Let go of work we hold, unfinished, without counting the attempt; False when not ours.
 
     A parked delivery does this before it asks to be sent again (`outbox.consumer.Consumer`): the new
     copy can claim the lease at once. Should nothing send it, the sweeper does
     once `lease` seconds have passed. Committed relaxed: a give-back a crash
     loses leaves the lease held until it runs out, as if it had never happened."""
-    return _change_held(engine, _GIVE_BACK, work_id, holder, lease)
+    return _change_held(engine, _GIVE_BACK, work_id, holder, lease, now)
 
 
-def _change_held(engine: Engine, statement: Any, work_id: str, holder: str, lease: float) -> bool:
+def _change_held(
+    engine: Engine, statement: Any, work_id: str, holder: str, lease: float, now: datetime | None = None
+) -> bool:
     """Run a `_HELD` update with `until` `lease` seconds out, in a relaxed transaction of its own."""
     with unit_of_work(engine) as uow:
         relaxed_commit(uow.session)
-        until = utcnow() + timedelta(seconds=lease)
+        until = (now or utcnow()) + timedelta(seconds=lease)
         done = uow.session.connection().execute(
             statement, {"work_id": work_id, "held_by": holder, "until": until}
         )
         return done.rowcount == 1
 
 
-def complete(session: Session, work_id: str, holder: str) -> bool:
+def complete(session: Session, work_id: str, holder: str, *, now: datetime | None = None) -> bool:
     """Mark the work done, inside the consumer's transaction; False if not ours."""
-    done = session.connection().execute(COMPLETE, {"work_id": work_id, "held_by": holder, "now": utcnow()})
+    done = session.connection().execute(
+        COMPLETE, {"work_id": work_id, "held_by": holder, "now": now or utcnow()}
+    )
     return done.rowcount == 1
 
 

@@ -10,8 +10,10 @@ from sqlalchemy import update
 from sqlmodel import Session, col, select
 
 from orchestrator.bootstrap import sweep_leases
+from orchestrator.core.clock import ManualClock
 from orchestrator.store.db import unit_of_work
 from orchestrator.store.outbox_tables import OutboxRow
+from orchestrator.store.row_values import aware
 from orchestrator.store.tables import WorkRow, utcnow
 from orchestrator.store.work import take_lease
 from tests.integration.helpers import make_app
@@ -130,3 +132,28 @@ def test_a_publish_that_keeps_losing_its_lease_is_effect_unknown_through_the_led
     ]
     assert set(publishes) <= {"replayed"}, "the destination is never called again"
     assert memory_store("leases-give-up").calls.get("publish", 0) == 0
+
+
+def test_work_is_leased_and_settled_by_the_apps_clock(sqlite_url: str, tmp_path: Path, corpus: Path) -> None:
+    """The dispatcher dates a lease, and the consumer takes and settles it, by the one clock the
+    composition root is given, not the wall clock."""
+    ahead = ManualClock(utcnow() + timedelta(days=3))
+    app = make_app(sqlite_url, tmp_path, clock=ahead, lease_seconds=60)  # inline://: delivered at once
+    sid = app.submissions.submit(
+        brief="library network", corpus=str(corpus), destinations=["memory:c"], actor="dana"
+    )["saga_id"]
+    assert app.reads.status(sid)["state"] == "ready-for-review"
+    with Session(app.engine) as s:
+        works = s.exec(select(WorkRow).where(WorkRow.saga_id == sid)).all()
+    assert works
+    for work in works:
+        assert work.done_at is not None and abs(aware(work.done_at) - ahead.now()) < timedelta(seconds=5)
+        assert abs(aware(work.lease_until) - (ahead.now() + timedelta(seconds=60))) < timedelta(seconds=5)
+    held = make_app(sqlite_url, tmp_path, broker_url="none://", clock=ahead, lease_seconds=60)
+    queued = held.submissions.submit(
+        brief="library network", corpus=str(corpus), destinations=["memory:d"], actor="dana"
+    )["saga_id"]
+    with Session(held.engine) as s:
+        waiting = s.exec(select(WorkRow).where(WorkRow.saga_id == queued)).one()
+    assert waiting.done_at is None  # no broker took it: its lease is the dispatcher's own
+    assert abs(aware(waiting.lease_until) - (ahead.now() + timedelta(seconds=60))) < timedelta(seconds=5)
