@@ -10,14 +10,24 @@ each `complete(messages, tools)`:
 2. the role's budget (its own answered calls) and the saga's (all of them)
    are checked: a spent one raises `BudgetExhausted` with the reason line
    (`budget exhausted: ...`), and nothing is sent;
-3. the intent is committed, then the inner model is asked with no
+3. the profile's limits in this process (`roles.model_limits`: calls in
+   flight, requests and tokens per minute, a cool-down after a 429) are
+   asked for a place: when there is none, `ModelUnavailable` with the
+   seconds to wait is raised at once, nothing is recorded nor sent, and the
+   turn gives its thread back (the work's lease brings it back later);
+4. the intent is committed, then the inner model is asked with no
    transaction open; `ModelUnavailable` is tried again after a backoff (full
    jitter, at least the server's `Retry-After`) up to the profile's
    `max_retries`, then recorded as a failure and raised (the work's lease
-   brings the turn back later); `ModelRefused` is recorded and raised (the
+   brings the turn back later); a 429 cools its profile down (and only its
+   profile), and one asking for more than `LONGEST_SLEEP` seconds is not
+   waited for on the thread; `ModelRefused` is recorded and raised (the
    role fails with its reason);
-4. the reply is recorded with its tokens, cost and latency (and charged to
-   the saga, with its `model` event) and returned.
+5. the reply is recorded with its tokens, cost and latency (and charged to
+   the saga, with its `model` event) and returned; its place is given back
+   with the tokens it used.
+
+A reply replayed from its record takes no place.
 
 Each call has a span named and attributed by OpenTelemetry's generative-AI
 conventions (`chat {model}`, `gen_ai.*`), plus the saga, the role, the cost
@@ -36,8 +46,8 @@ from sqlalchemy.engine import Engine
 
 from orchestrator.core.pipeline import Budget, ModelProfile
 from orchestrator.harness.budget import BudgetExhausted
+from orchestrator.harness.digests import canonical_json
 from orchestrator.harness.model_calls import (
-    BACKOFF_CAP,
     CallAnswer,
     CallIntent,
     CallRecord,
@@ -51,10 +61,13 @@ from orchestrator.harness.model_calls import (
 )
 from orchestrator.store.model_calls import StoredModelCalls
 from roles.llm_client import ChatModel, ModelReply, ModelToolCall, ModelUnavailable, chat_for
+from roles.model_limits import ModelLimits, token_estimate
 from telemetry import names
 from telemetry.spans import annotate, open_span
 
 MAX_ERROR_CHARS: Final = 2000
+LONGEST_SLEEP: Final = 5.0  # seconds: a server asking for a longer wait gets the thread back
+PROCESS_LIMITS: Final = ModelLimits()  # every profile's limits in this process
 
 
 def params_of(profile: ModelProfile) -> dict[str, Any]:
@@ -108,8 +121,10 @@ class DurableChat:
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
         rng: random.Random | None = None,
+        limits: ModelLimits | None = None,
     ) -> None:
         self.inner = inner
+        self.limits = limits if limits is not None else PROCESS_LIMITS
         self.log = log
         self.saga_id, self.role, self.round, self.request_id = saga_id, role, round, request_id
         self.profile_name, self.profile = profile_name, profile
@@ -140,9 +155,27 @@ class DurableChat:
                 self.replayed += 1
                 return self._answered(found, replayed=True)
             self._refuse_when_spent()
-            self.log.record_intent(intent)
-            answer = self._ask(intent, messages, tools)
+            self._take_place(messages, tools)
+            used: int | None = None
+            try:
+                self.log.record_intent(intent)
+                answer = self._ask(intent, messages, tools)
+                used = answer.tokens_in + answer.tokens_out
+            finally:
+                self.limits.release(self.profile, used)
             return self._answered(self.log.record_reply(intent, answer), replayed=False)
+
+    def _take_place(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> None:
+        """A place among the profile's calls, or `ModelUnavailable` at once with the seconds to
+        wait (nothing sent, nothing recorded: the turn gives its thread back)."""
+        prompt_chars = len(canonical_json({"messages": messages, "tools": tools}))
+        wait = self.limits.take(self.profile, token_estimate(self.profile, prompt_chars))
+        if wait is not None:
+            raise ModelUnavailable(
+                f"model {self.profile.model} is at its limit in this process (in flight, per minute "
+                f"or cooling down after a 429); try again in {wait:.1f}s",
+                retry_after=wait,
+            )
 
     def _refuse_when_spent(self) -> None:
         """`BudgetExhausted` when the role's or the saga's budget is spent (nothing is sent)."""
@@ -169,6 +202,8 @@ class DurableChat:
             try:
                 reply = self.inner.complete(messages, tools)
             except ModelUnavailable as exc:
+                if exc.status == 429:
+                    self.limits.cool_down(self.profile, exc.retry_after)
                 if not self._retry(attempt, exc):
                     self.log.record_failure(intent.key, str(exc)[:MAX_ERROR_CHARS], attempt)
                     raise
@@ -190,10 +225,10 @@ class DurableChat:
 
     def _retry(self, attempt: int, exc: ModelUnavailable) -> bool:
         """Wait and say yes while retries are left; no when they are spent, or when the server
-        asks for a longer wait than a turn should sleep (the lease brings the turn back)."""
+        asks for a longer wait than a turn sleeps on its thread (the lease brings the turn back)."""
         if attempt > self.profile.max_retries:
             return False
-        if exc.retry_after is not None and exc.retry_after > BACKOFF_CAP:
+        if exc.retry_after is not None and exc.retry_after > LONGEST_SLEEP:
             return False
         self.sleep(backoff(attempt, exc.retry_after, rng=self.rng))
         return True

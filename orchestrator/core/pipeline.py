@@ -76,6 +76,15 @@ class ModelProfile(BaseModel):
     timeout: float = Field(default=60.0, gt=0.0, le=3600.0, description="seconds per request")
     max_retries: int = Field(default=3, ge=0, le=10, description="retries of a 429, 5xx or timeout")
     concurrency: int = Field(default=32, ge=1, le=4096, description="requests in flight per process")
+    requests_per_minute: int | None = Field(
+        default=None,
+        ge=1,
+        le=1_000_000,
+        description="requests started per minute per process (None: unlimited)",
+    )
+    tokens_per_minute: int | None = Field(
+        default=None, ge=1, le=1_000_000_000, description="tokens per minute per process (None: unlimited)"
+    )
 
 
 class McpServer(BaseModel):
