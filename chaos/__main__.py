@@ -1,4 +1,5 @@
-"""`python -m chaos [--sagas N] [--seed S] ...`: one chaos run; exit 0 when the checker finds nothing."""
+"""`python -m chaos [--sagas N] [--seed S] ...`: one chaos run; exit 0 when the checker finds
+nothing, 1 when it finds something, 2 on a bad option."""
 
 from __future__ import annotations
 
@@ -6,12 +7,21 @@ import argparse
 import shlex
 import sys
 from pathlib import Path
+from typing import NoReturn
 
+from chaos import defaults, figures
 from chaos.run import Options, run
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m chaos", description=__doc__)
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        print(f"chaos: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def options(argv: list[str]) -> Options | str:
+    """The run's options, or the one-line reason they are refused."""
+    p = _Parser(prog="python -m chaos", description=__doc__)
     p.add_argument("--sagas", type=int, default=60, help="sagas to submit (default 60)")
     p.add_argument("--seed", type=int, default=1, help="the nemesis schedule's seed (default 1)")
     p.add_argument(
@@ -23,35 +33,67 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--settle-seconds",
         type=float,
-        default=150.0,
-        help="time given to settle after the faults stop (default 150)",
+        default=defaults.SETTLE_SECONDS,
+        help="time given to settle after the faults stop, and again after the operator's "
+        f"reconciles and retries (default {defaults.SETTLE_SECONDS:.0f}: four default leases)",
+    )
+    p.add_argument(
+        "--calm-sagas",
+        type=int,
+        default=None,
+        help="of the sagas, how many run before the first fault, as the baseline "
+        "(default a tenth of --sagas, at least 1)",
+    )
+    p.add_argument(
+        "--recovery-margin",
+        type=float,
+        default=figures.RECOVERY_MARGIN,
+        help="seconds after a fault's end during which a saga still counts as under it "
+        f"(default {figures.RECOVERY_MARGIN:.0f})",
     )
     p.add_argument("--parallel", type=int, default=3, help="CLI commands run at once (default 3)")
     p.add_argument("--out", type=Path, default=Path("chaos/out"), help="where run folders go")
     p.add_argument(
-        "--docs", type=Path, default=Path("docs/reliability.md"), help="the page to write the report to"
+        "--docs",
+        default="docs/reliability.md",
+        help="the page to write the report to; 'none': only the run folder's report",
     )
-    p.add_argument("--no-docs", action="store_true", help="write only the run folder's report")
+    p.add_argument("--no-docs", action="store_true", help="the same as --docs none")
     args = p.parse_args(argv)
-    if args.sagas < 1 or args.fault_seconds <= 0 or args.settle_seconds <= 0 or args.parallel < 1:
-        print(
-            "chaos: --sagas, --parallel, --fault-seconds and --settle-seconds must be positive",
-            file=sys.stderr,
+    if (
+        args.sagas < 1
+        or args.fault_seconds <= 0
+        or args.settle_seconds <= 0
+        or args.parallel < 1
+        or args.recovery_margin < 0
+    ):
+        return (
+            "--sagas, --parallel, --fault-seconds and --settle-seconds must be positive, "
+            "--recovery-margin not negative"
         )
-        return 2
-    shown = ["make chaos"] + (
-        [f"CHAOS_ARGS={shlex.quote(' '.join(argv or sys.argv[1:]))}"] if (argv or sys.argv[1:]) else []
-    )
-    opts = Options(
+    calm = min(max(1, args.sagas // 10), args.sagas - 1) if args.calm_sagas is None else args.calm_sagas
+    if not 0 <= calm < args.sagas:
+        return "--calm-sagas must be at least 0 and fewer than --sagas"
+    shown = ["make chaos"] + ([f"CHAOS_ARGS={shlex.quote(' '.join(argv))}"] if argv else [])
+    return Options(
         sagas=args.sagas,
         seed=args.seed,
         fault_seconds=args.fault_seconds,
         settle_seconds=args.settle_seconds,
         parallel=args.parallel,
         out=args.out,
-        docs=None if args.no_docs else args.docs,
+        recovery_margin=args.recovery_margin,
+        calm_sagas=calm,
+        docs=None if args.no_docs or args.docs == "none" else Path(args.docs),
         command=" ".join(shown),
     )
+
+
+def main(argv: list[str] | None = None) -> int:
+    opts = options(sys.argv[1:] if argv is None else argv)
+    if isinstance(opts, str):
+        print(f"chaos: {opts}", file=sys.stderr)
+        return 2
     return run(opts)
 
 

@@ -1,21 +1,26 @@
 """The chaos checker: pure logic over records the run collected. No I/O.
 
 Inputs are what the suite saw: the submissions it made, the database's sagas,
-steps, approvals and ledger keys (before and after reconciliation), and each
-destination's journal of effects (`apply` and `undo` per key) with what is
-live at the end. Findings:
+steps, approvals and ledger keys (before and after reconciliation and the
+operator's retries), and each destination's own record of its effects
+(`apply` and `undo` per key, in the destination's order: the webhooks'
+journals, the site folder's receipts, the git repository's history) with
+what is live at the end. Findings, for every destination alike:
 
 - lost: a submission that has no saga in the database;
 - stuck: a saga neither terminal nor `effect-unknown` when the run settled;
-- duplicate: a key applied more than once at a destination, or one saga
-  with more than one live effect at the same destination;
+- duplicate: a key applied again while its earlier apply is live (no undo
+  between: an apply, undo, apply of one key is a retry, not a duplicate), or
+  one saga with more than one live effect at the same destination;
 - unauthorized: an applied effect whose (saga, version digest, destination)
   no consumed approval covers;
 - orphan: a live effect of a saga that ended `failed` or `cancelled`
   (its compensation did not undo it); missing: a `succeeded` saga whose
   destination holds no live effect under the step's key;
+- inconsistent: a destination whose record, replayed, does not give what it
+  holds at the end (the record missed an effect);
 - unresolved: a saga still not terminal after `effect-unknown` sagas were
-  reconciled from the destinations' records.
+  reconciled from the destinations' records and `failed` ones retried.
 """
 
 from __future__ import annotations
@@ -80,6 +85,8 @@ class Records:
     effects: tuple[Effect, ...]
     live: dict[tuple[str, str], str | None]  # (uri, key) -> digest, live at the end
     reconciled: tuple[tuple[str, str, str], ...] = ()  # (saga id, uri, outcome)
+    undo_retried: tuple[str, ...] = ()  # effect-unknown sagas whose failed undo the operator ran again
+    retried: tuple[str, ...] = ()  # failed sagas the operator retried
 
 
 @dataclass
@@ -99,6 +106,11 @@ class Findings:
     effect_unknown: int = 0
     reconciled: dict[str, int] = field(default_factory=dict)
     unresolved: list[dict[str, Any]] = field(default_factory=list)
+    inconsistent: list[dict[str, Any]] = field(default_factory=list)
+    undo_retried: int = 0
+    retried: int = 0
+    succeeded_after_retry: int = 0
+    per_destination: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -110,6 +122,7 @@ class Findings:
             or self.orphans
             or self.missing
             or self.unresolved
+            or self.inconsistent
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -133,9 +146,17 @@ def check(records: Records) -> Findings:
     ]
     f.effect_unknown = sum(1 for s in records.settled if s.state == "effect-unknown")
     f.reconciled = dict(Counter(outcome for _, _, outcome in records.reconciled))
-    touched = {sid for sid, _, _ in records.reconciled} | {
-        s.saga_id for s in records.settled if s.state == "effect-unknown"
-    }
+    f.undo_retried = len(set(records.undo_retried))
+    f.retried = len(set(records.retried))
+    f.succeeded_after_retry = sum(
+        1 for sid in set(records.retried) if sid in final and final[sid].state == "succeeded"
+    )
+    touched = (
+        {sid for sid, _, _ in records.reconciled}
+        | {s.saga_id for s in records.settled if s.state == "effect-unknown"}
+        | set(records.undo_retried)
+        | set(records.retried)
+    )
     f.unresolved = [
         {"saga_id": sid, "state": final[sid].state if sid in final else None}
         for sid in sorted(touched)
@@ -146,6 +167,8 @@ def check(records: Records) -> Findings:
     f.duplicates = _duplicates(records)
     f.unauthorized = _unauthorized(records)
     f.orphans, f.missing = _end_state(records, final)
+    f.inconsistent = _inconsistent(records)
+    f.per_destination = _per_destination(records)
     return f
 
 
@@ -153,12 +176,25 @@ def _saga_of(records: Records, effect: Effect) -> str | None:
     return effect.saga_id or records.ledger.get(effect.key)
 
 
+def replay(effects: tuple[Effect, ...]) -> tuple[set[tuple[str, str]], Counter[tuple[str, str]]]:
+    """Each destination's record in its order: (what is live after it, applies over a live key)."""
+    live: set[tuple[str, str]] = set()
+    again: Counter[tuple[str, str]] = Counter()
+    for e in effects:
+        if e.kind == "apply":
+            if (e.uri, e.key) in live:
+                again[(e.uri, e.key)] += 1
+            live.add((e.uri, e.key))
+        elif e.kind == "undo":
+            live.discard((e.uri, e.key))
+    return live, again
+
+
 def _duplicates(records: Records) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    applies = Counter((e.uri, e.key) for e in records.effects if e.kind == "apply")
-    for (uri, key), n in sorted(applies.items()):
-        if n > 1:
-            out.append({"uri": uri, "key": key, "applies": n, "why": "key applied more than once"})
+    _, again = replay(records.effects)
+    for (uri, key), n in sorted(again.items()):
+        out.append({"uri": uri, "key": key, "applies": n + 1, "why": "key applied again while live"})
     live_per_saga: dict[tuple[str, str | None], list[str]] = defaultdict(list)
     for uri, key in sorted(records.live):
         saga = records.ledger.get(key)
@@ -209,6 +245,29 @@ def _end_state(records: Records, final: dict[str, Saga]) -> tuple[list[dict[str,
     return orphans, missing
 
 
+def _inconsistent(records: Records) -> list[dict[str, Any]]:
+    replayed, _ = replay(records.effects)
+    held = set(records.live)
+    return [
+        {"uri": uri, "key": key, "why": why}
+        for why, keys in (
+            ("live at the end, but the record never applied it (or undid it)", held - replayed),
+            ("the record leaves it live, but the destination does not hold it", replayed - held),
+        )
+        for uri, key in sorted(keys)
+    ]
+
+
+def _per_destination(records: Records) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = defaultdict(lambda: {"applied": 0, "undone": 0, "live": 0})
+    for e in records.effects:
+        if e.kind in ("apply", "undo"):
+            out[e.uri]["applied" if e.kind == "apply" else "undone"] += 1
+    for uri, _ in records.live:
+        out[uri]["live"] += 1
+    return {uri: dict(counts) for uri, counts in sorted(out.items())}
+
+
 __all__ = [
     "SETTLED",
     "TERMINAL",
@@ -220,4 +279,5 @@ __all__ = [
     "Step",
     "Submission",
     "check",
+    "replay",
 ]

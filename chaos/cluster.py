@@ -2,12 +2,11 @@
 
 PostgreSQL is a private cluster (tests/support/pg_server.py: initdb + pg_ctl on
 a free port); Redis a `redis-server` on a free port. The Pressroom processes
-are the README's native topology: one `pressroom relay` and one
-`pressroom worker --queues Q` per role queue (`--pool prefork`, concurrency
-1, so each role worker has a pool child to kill; the publisher keeps its
-default threads pool). The supervisor plays
-systemd's `Restart=always`: a process that exits is started again, and every
-exit the nemesis did not cause is recorded with its status.
+are the README's native topology: one `pressroom relay`, one
+`pressroom worker --queues Q` per queue, each on its default pool (threads:
+4 for a role queue, 16 for the publisher), and `pressroom serve`. The
+supervisor plays systemd's `Restart=always`: a process that exits is started
+again, and every exit the nemesis did not cause is recorded with its status.
 """
 
 from __future__ import annotations
@@ -34,6 +33,15 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def topology(api_port: int) -> list[tuple[str, tuple[str, ...]]]:
+    """(name, `pressroom` arguments) of each process: the README's topology, default pools."""
+    return [
+        ("relay", ("relay",)),
+        *((f"worker-{q}", ("worker", "--queues", q, "--loglevel", "INFO")) for q in QUEUES),
+        ("serve", ("serve", "--port", str(api_port))),
+    ]
 
 
 class Redis:
@@ -155,11 +163,8 @@ class Supervisor:
         self._spawn(self.procs[name])
 
     def topology(self, api_port: int) -> None:
-        self.add("relay", "relay")
-        for q in QUEUES:
-            pool = [] if q == "publisher" else ["--pool", "prefork"]
-            self.add(f"worker-{q}", "worker", "--queues", q, *pool, "--loglevel", "INFO")
-        self.add("serve", "serve", "--port", str(api_port))
+        for name, args in topology(api_port):
+            self.add(name, *args)
         self._thread.start()
 
     def _spawn(self, m: Managed) -> None:
@@ -187,8 +192,8 @@ class Supervisor:
                         self._spawn(m)
 
     # -- the nemesis's handles ---------------------------------------------
-    def kill(self, name: str, *, hold: float, whole_group: bool = True) -> int | None:
-        """SIGKILL a process (and its pool children); it stays down `hold` seconds."""
+    def kill(self, name: str, *, hold: float) -> int | None:
+        """SIGKILL a process's group; it stays down `hold` seconds."""
         with self._lock:
             m = self.procs[name]
             if m.popen is None or m.popen.poll() is not None:
@@ -197,22 +202,9 @@ class Supervisor:
             m.held_until = time.monotonic() + hold
             pid = m.popen.pid
             with contextlib.suppress(ProcessLookupError):
-                if whole_group:
-                    os.killpg(pid, signal.SIGKILL)
-                else:
-                    os.kill(pid, signal.SIGKILL)
+                os.killpg(pid, signal.SIGKILL)
             m.exits.append({"at": time.time(), "status": "SIGKILL", "by": "nemesis"})
             return pid
-
-    def children(self, name: str) -> list[int]:
-        m = self.procs[name]
-        if m.popen is None or m.popen.poll() is not None:
-            return []
-        try:
-            text = Path(f"/proc/{m.popen.pid}/task/{m.popen.pid}/children").read_text()
-        except OSError:
-            return []
-        return [int(p) for p in text.split()]
 
     def signal(self, name: str, sig: int) -> bool:
         m = self.procs[name]

@@ -1,24 +1,33 @@
-"""The nemesis: a seeded schedule of faults (`plan`, pure) and its execution.
+"""The nemesis: the built-in fault kinds, and the thread that injects a schedule.
 
-Faults:
+Built-in kinds (registered in chaos/faults.py's registry on import):
 
-- `kill-worker`: SIGKILL a worker's process group (main and pool child); the
-  supervisor restarts it after `hold` seconds.
-- `kill-pool-child`: SIGKILL one prefork child; the worker's main process forks
-  another.
+- `kill-worker`: SIGKILL a worker's process group; the supervisor restarts
+  it after `hold` seconds. (There is no pool-child fault: the workers run
+  their default threads pools, as the README's topology does, so a worker is
+  one process with no child to kill.)
 - `kill-relay`: SIGKILL the relay; restarted after `hold`.
 - `kill-redis`: kill -9 redis-server, restarted after `hold` on the same port,
   alternating the persistence profiles (nothing on disk / AOF everysec).
 - `restart-postgres`: `pg_ctl stop -m immediate`, then start.
 - `pause-worker`: SIGSTOP a worker's process group, SIGCONT after `hold`.
 - `pause-redis-clients`: Redis `CLIENT PAUSE` for `hold` seconds.
-- `webhook-5xx`, `webhook-hang`: the webhook destination answers the next
+- `webhook-5xx`, `webhook-hang`: one of the two webhooks answers its next
   1–3 POSTs with 503, or applies them and then hangs past the destination
   timeout (armed for at most `hold` seconds); for the first of each and half
-  of the others (seeded) the status query (GET) answers 503 for `hold`
+  of the others (seeded) its status query (GET) answers 503 for `hold`
   seconds too, so the outcome cannot be found out and the saga goes
   `effect-unknown`;
-- `webhook-refuse`: it refuses connections for `hold` seconds.
+- `webhook-refuse`: one webhook refuses connections for `hold` seconds.
+- `delete-5xx`, `delete-refuse`: one webhook's DELETE (a compensation)
+  answers 503 (maybe deleted) or 409 (a definite refusal) for `hold`
+  seconds, and the other webhook answers its next 1–3 POSTs with 409, a
+  definite failure, so the sagas that meet it compensate their other
+  destinations into the failing DELETE.
+
+A new kind is one `register(FaultKind(...))` call: its `execute` receives the
+nemesis (its `handles`, `later`) and the fault; a handle the built-ins do not
+know (a TCP proxy, a clock) goes in `Handles.extra`.
 """
 
 from __future__ import annotations
@@ -28,120 +37,55 @@ import signal
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from chaos.cluster import QUEUES, Postgres, Redis, Supervisor
-from chaos.webhook import ChaosWebhook
+from chaos.destinations import HOOK_NAMES, Destinations
+from chaos.faults import REGISTRY, Draw, Execute, Fault, FaultKind, Option, no_options, plan, register
 
-FAULTS: dict[str, float] = {  # kind -> weight
-    "kill-worker": 3,
-    "kill-pool-child": 2,
-    "kill-relay": 1.5,
-    "kill-redis": 1.5,
-    "restart-postgres": 1.5,
-    "pause-worker": 1.5,
-    "pause-redis-clients": 1,
-    "webhook-5xx": 1,
-    "webhook-refuse": 0.5,
-    "webhook-hang": 1,
-}
+WORKERS = tuple(f"worker-{q}" for q in QUEUES)
 
 
-@dataclass(frozen=True)
-class Fault:
-    at: float  # seconds from the start of the fault phase
-    kind: str
-    target: str | None
-    hold: float
-    status_down: bool = False  # webhook-5xx / webhook-hang: GET answers 503 while the fault holds
-
-
-def plan(seed: int, duration: float, *, mean_gap: float = 4.5) -> list[Fault]:
-    """The faults of one run: the same seed gives the same schedule. The first
-    round holds every kind once (shuffled; the destination's faults last, when
-    publishing has begun), so even a short run meets them all; then kinds are
-    drawn by weight."""
-    rng = random.Random(seed)
-    kinds, weights = zip(*FAULTS.items(), strict=True)
-    first = [k for k in kinds if not k.startswith("webhook-")]
-    rng.shuffle(first)
-    later = [k for k in kinds if k.startswith("webhook-")]  # after the first publishes can have started
-    rng.shuffle(later)
-    first += later
-    out: list[Fault] = []
-    t = rng.uniform(2.0, 4.0)
-    while t < duration:
-        kind = first.pop(0) if first else rng.choices(kinds, weights)[0]
-        target: str | None = None
-        if kind in ("kill-worker", "kill-pool-child", "pause-worker"):
-            target = f"worker-{rng.choice(QUEUES)}"
-        hold = {
-            "kill-worker": rng.uniform(0.5, 3.0),
-            "kill-pool-child": 0.0,
-            "kill-relay": rng.uniform(0.5, 3.0),
-            "kill-redis": rng.uniform(1.0, 4.0),
-            "restart-postgres": 0.0,
-            "pause-worker": rng.uniform(2.0, 8.0),
-            "pause-redis-clients": rng.uniform(1.0, 4.0),
-            "webhook-5xx": rng.uniform(20.0, 40.0),
-            "webhook-refuse": rng.uniform(2.0, 4.0),
-            "webhook-hang": rng.uniform(20.0, 40.0),
-        }[kind]
-        # The first 503 and the first hang take the status query down too (so a short run
-        # meets effect-unknown and reconcile); later ones do half of the time.
-        status_down = kind in ("webhook-5xx", "webhook-hang") and (
-            rng.random() < 0.5 or all(f.kind != kind for f in out)
-        )
-        out.append(Fault(round(t, 2), kind, target, round(hold, 2), status_down))
-        t += rng.expovariate(1.0 / mean_gap)
-    return out
+@dataclass
+class Handles:
+    supervisor: Supervisor
+    redis: Redis
+    postgres: Postgres
+    destinations: Destinations
+    log: Callable[[str], None]
+    extra: dict[str, object] = field(default_factory=dict)
 
 
 class Nemesis:
-    def __init__(
-        self,
-        faults: list[Fault],
-        *,
-        supervisor: Supervisor,
-        redis: Redis,
-        postgres: Postgres,
-        webhook: ChaosWebhook,
-        log: Any,
-    ) -> None:
+    def __init__(self, faults: list[Fault], handles: Handles) -> None:
         self.faults = faults
-        self.sup = supervisor
-        self.redis = redis
-        self.pg = postgres
-        self.hook = webhook
-        self.log = log
+        self.handles = handles
         self.done: list[dict[str, Any]] = []
         self.counts: Counter[str] = Counter()
+        self.state: dict[str, Any] = {}  # what kinds keep between their faults
         self._stop = threading.Event()
         self._timers: list[threading.Timer] = []
         self._thread = threading.Thread(target=self._run, daemon=True, name="nemesis")
-        self._redis_restarts = 0
-        self._webhook_gen = 0
+        self._began = 0.0
 
     def start(self) -> None:
         self._began = time.monotonic()
         self._thread.start()
 
     def stop(self) -> None:
-        """No more faults; undo the ones still holding (SIGCONT, webhook normal, Redis up)."""
+        """No more faults; every kind heals what still holds."""
         self._stop.set()
         self._thread.join(timeout=60)
         for timer in self._timers:
             timer.cancel()
-        for q in QUEUES:
-            self.sup.signal(f"worker-{q}", signal.SIGCONT)
-        self.hook.set_mode("normal")
-        self.hook.status_down_until = 0.0
-        if not self.redis.ping():
-            self.redis.start(persistent=False)
-        self.sup.release_holds()
+        heals = {kind.heal for kind in REGISTRY.values() if kind.heal is not None}
+        for heal in sorted(heals, key=lambda h: h.__qualname__):
+            heal(self)
+        self.handles.supervisor.release_holds()
 
-    def _later(self, seconds: float, fn: Any) -> None:
+    def later(self, seconds: float, fn: Callable[[], object]) -> None:
         timer = threading.Timer(seconds, fn)
         timer.daemon = True
         self._timers.append(timer)
@@ -154,8 +98,9 @@ class Nemesis:
                 return
             if self._stop.is_set():
                 return
+            started = time.time()
             try:
-                detail = self._inject(fault)
+                detail = REGISTRY[fault.kind].execute(self, fault) or {}
             except Exception as exc:  # a fault that could not be injected is recorded, not fatal
                 detail = {"error": f"{type(exc).__name__}: {exc}"}
             entry = {
@@ -163,71 +108,156 @@ class Nemesis:
                 "kind": fault.kind,
                 "target": fault.target,
                 "hold": fault.hold,
-                **(detail or {}),
+                **dict(fault.options),
+                **detail,
+                "started": round(started, 3),
+                "ended": round(max(time.time(), started + fault.hold), 3),
             }
             if not entry.get("skipped") and not entry.get("error"):
                 self.counts[fault.kind] += 1
             self.done.append(entry)
-            self.log(f"nemesis: {entry}")
+            self.handles.log(f"nemesis: {entry}")
 
-    def _inject(self, fault: Fault) -> dict[str, Any] | None:
-        kind, target, hold = fault.kind, fault.target, fault.hold
-        if kind == "kill-worker":
-            assert target
-            return {"pid": self.sup.kill(target, hold=hold)}
-        if kind == "kill-pool-child":
-            assert target
-            kids = self.sup.children(target)
-            if not kids:
-                return {"skipped": "no pool child"}
-            import os
 
-            os.kill(kids[0], signal.SIGKILL)
-            return {"pid": kids[0]}
-        if kind == "kill-relay":
-            return {"pid": self.sup.kill("relay", hold=hold)}
-        if kind == "kill-redis":
-            if not self.redis.ping():
-                return {"skipped": "redis already down"}
-            self.redis.kill()
-            self._redis_restarts += 1
-            persistent = self._redis_restarts % 2 == 0
-            self._later(hold, lambda: self.redis.start(persistent=persistent))
-            return {"restart_profile": "aof" if persistent else "none"}
-        if kind == "restart-postgres":
-            return {"down_seconds": round(self.pg.restart_immediate(), 2)}
-        if kind == "pause-worker":
-            assert target
-            if not self.sup.signal(target, signal.SIGSTOP):
-                return {"skipped": "not running"}
-            self._later(hold, lambda: self.sup.signal(target, signal.SIGCONT))
-            return None
-        if kind == "pause-redis-clients":
-            if not self.redis.ping():
-                return {"skipped": "redis down"}
-            self.redis.client_pause(int(hold * 1000))
-            return None
-        if kind.startswith("webhook-"):
-            return self._webhook(kind, hold, fault.status_down)
-        raise ValueError(kind)
+# -- processes ---------------------------------------------------------------
 
-    def _webhook(self, kind: str, hold: float, status_down: bool) -> dict[str, Any] | None:
-        if self.hook.mode != "normal":
-            return {"skipped": f"webhook already {self.hook.mode}"}
-        self._webhook_gen += 1
-        gen = self._webhook_gen
 
-        def back_to_normal() -> None:
-            if self._webhook_gen == gen:  # a later webhook fault is not cut short
-                self.hook.set_mode("normal")
+def _kill(n: Nemesis, f: Fault) -> dict[str, Any]:
+    return {"pid": n.handles.supervisor.kill(f.target or "relay", hold=f.hold)}
 
-        self._later(hold, back_to_normal)
-        if kind == "webhook-refuse":
-            self.hook.set_mode("refuse")
-            return None
-        # 503 and hang meet the next `posts` publishes (or end after `hold`, whichever first).
-        posts = 1 + int(hold) % 3
-        if status_down:
-            self.hook.status_down_until = time.monotonic() + hold
-        self.hook.arm("error" if kind == "webhook-5xx" else "stall", posts)
-        return {"posts": posts, "status_down": status_down}
+
+def _pause_worker(n: Nemesis, f: Fault) -> dict[str, Any] | None:
+    target = f.target or WORKERS[0]
+    if not n.handles.supervisor.signal(target, signal.SIGSTOP):
+        return {"skipped": "not running"}
+    n.later(f.hold, lambda: n.handles.supervisor.signal(target, signal.SIGCONT))
+    return None
+
+
+def _resume_workers(n: Nemesis) -> None:
+    for name in WORKERS:
+        n.handles.supervisor.signal(name, signal.SIGCONT)
+
+
+# -- servers -------------------------------------------------------------------
+
+
+def _kill_redis(n: Nemesis, f: Fault) -> dict[str, Any]:
+    redis = n.handles.redis
+    if not redis.ping():
+        return {"skipped": "redis already down"}
+    redis.kill()
+    n.state["redis_restarts"] = n.state.get("redis_restarts", 0) + 1
+    persistent = n.state["redis_restarts"] % 2 == 0
+    n.later(f.hold, lambda: redis.start(persistent=persistent))
+    return {"restart_profile": "aof" if persistent else "none"}
+
+
+def _redis_up(n: Nemesis) -> None:
+    if not n.handles.redis.ping():
+        n.handles.redis.start(persistent=False)
+
+
+def _restart_postgres(n: Nemesis, _f: Fault) -> dict[str, Any]:
+    return {"down_seconds": round(n.handles.postgres.restart_immediate(), 2)}
+
+
+def _pause_redis_clients(n: Nemesis, f: Fault) -> dict[str, Any] | None:
+    if not n.handles.redis.ping():
+        return {"skipped": "redis down"}
+    n.handles.redis.client_pause(int(f.hold * 1000))
+    return None
+
+
+# -- the webhooks ----------------------------------------------------------------
+
+
+def _status_down_5xx(rng: random.Random, before: list[Fault]) -> tuple[Option, ...]:
+    """The first 503 takes the status query down too (so a short run meets effect-unknown
+    and reconcile); later ones do half of the time."""
+    coin = rng.random() < 0.5
+    return (("status_down", coin or all(f.kind != "webhook-5xx" for f in before)),)
+
+
+def _status_down_hang(rng: random.Random, before: list[Fault]) -> tuple[Option, ...]:
+    coin = rng.random() < 0.5
+    return (("status_down", coin or all(f.kind != "webhook-hang" for f in before)),)
+
+
+def _partner_posts(rng: random.Random, _before: list[Fault]) -> tuple[Option, ...]:
+    return (("partner_posts", rng.randint(1, 3)),)
+
+
+def _once_normal(n: Nemesis, name: str, hold: float) -> None:
+    """Back to normal after `hold`, unless a later fault of this webhook took it over."""
+    gens: dict[str, int] = n.state.setdefault("webhook_gen", {})
+    gens[name] = gens.get(name, 0) + 1
+    gen = gens[name]
+    hook = n.handles.destinations.hooks[name]
+
+    def back() -> None:
+        if gens[name] == gen:
+            hook.set_mode("normal")
+
+    n.later(hold, back)
+
+
+def _webhook(n: Nemesis, f: Fault) -> dict[str, Any] | None:
+    name = f.target or HOOK_NAMES[0]
+    hook = n.handles.destinations.hooks[name]
+    if hook.mode != "normal":
+        return {"skipped": f"{name} already {hook.mode}"}
+    _once_normal(n, name, f.hold)
+    if f.kind == "webhook-refuse":
+        hook.set_mode("refuse")
+        return None
+    # 503 and hang meet the next `posts` publishes (or end after `hold`, whichever first).
+    posts = 1 + int(f.hold) % 3
+    if f.option("status_down"):
+        hook.status_down_until = time.monotonic() + f.hold
+    hook.arm("error" if f.kind == "webhook-5xx" else "stall", posts)
+    return {"posts": posts}
+
+
+def _failing_deletes(n: Nemesis, f: Fault) -> dict[str, Any]:
+    name = f.target or HOOK_NAMES[0]
+    hook = n.handles.destinations.hooks[name]
+    hook.fail_deletes("error" if f.kind == "delete-5xx" else "refuse", f.hold)
+    partner = n.handles.destinations.other_hook(name)
+    if partner.mode != "normal":
+        return {"partner": f"{partner.name} already {partner.mode}: not armed"}
+    _once_normal(n, partner.name, f.hold)
+    partner.arm("reject", int(f.option("partner_posts", 1)))
+    return {"partner": partner.name}
+
+
+def _webhooks_normal(n: Nemesis) -> None:
+    for hook in n.handles.destinations.hooks.values():
+        hook.set_mode("normal")
+        hook.status_down_until = 0.0
+        hook.delete_down_until = 0.0
+
+
+def _of_webhooks(
+    name: str, weight: float, hold: tuple[float, float], execute: Execute, draw: Draw
+) -> FaultKind:
+    """A kind that targets one of the two webhooks, late in the first round."""
+    return FaultKind(name, weight, hold, execute, HOOK_NAMES, late=True, draw=draw, heal=_webhooks_normal)
+
+
+for _kind in (
+    FaultKind("kill-worker", 3, (0.5, 3.0), _kill, targets=WORKERS),
+    FaultKind("kill-relay", 1.5, (0.5, 3.0), _kill),
+    FaultKind("kill-redis", 1.5, (1.0, 4.0), _kill_redis, heal=_redis_up),
+    FaultKind("restart-postgres", 1.5, (0.0, 0.0), _restart_postgres),
+    FaultKind("pause-worker", 1.5, (2.0, 8.0), _pause_worker, targets=WORKERS, heal=_resume_workers),
+    FaultKind("pause-redis-clients", 1, (1.0, 4.0), _pause_redis_clients),
+    _of_webhooks("webhook-5xx", 1, (20.0, 40.0), _webhook, _status_down_5xx),
+    _of_webhooks("webhook-refuse", 0.5, (2.0, 4.0), _webhook, no_options),
+    _of_webhooks("webhook-hang", 1, (20.0, 40.0), _webhook, _status_down_hang),
+    _of_webhooks("delete-5xx", 1, (10.0, 30.0), _failing_deletes, _partner_posts),
+    _of_webhooks("delete-refuse", 1, (10.0, 30.0), _failing_deletes, _partner_posts),
+):
+    register(_kind)
+
+__all__ = ["REGISTRY", "WORKERS", "Fault", "FaultKind", "Handles", "Nemesis", "plan", "register"]

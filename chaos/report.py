@@ -11,6 +11,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from chaos import figures
 from chaos.checker import Findings, Submission
 
 
@@ -23,18 +24,22 @@ def build(
     cli_codes: Counter[str],
     cli_errors: list[dict[str, Any]],
     timeline: dict[str, float],
-    webhook_requests: dict[str, int],
+    webhook_requests: dict[str, dict[str, int]],
     failed_reasons: dict[str, int],
     reconcile_seconds: list[float],
     paths: dict[str, int],
     submissions: tuple[Submission, ...],
-    terminal: frozenset[str],
+    figures: list[dict[str, Any]],
+    retry_refused: dict[str, str],
 ) -> dict[str, Any]:
     return {
         "command": opts.command,
         "seed": opts.seed,
         "sagas": opts.sagas,
         "fault_seconds": opts.fault_seconds,
+        "parallel": opts.parallel,
+        "settle_seconds": opts.settle_seconds,
+        "recovery_margin": opts.recovery_margin,
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "machine": f"{platform.system()} {platform.machine()}, Python {platform.python_version()}",
         "timeline_seconds": {k: round(v, 1) for k, v in timeline.items()},
@@ -42,14 +47,16 @@ def build(
         "faults_total": sum(nemesis.counts.values()),
         "faults_skipped": [f for f in nemesis.done if f.get("skipped") or f.get("error")],
         "fault_log": nemesis.done,
+        "figures": figures,
         "process_starts": {m.name: m.starts for m in supervisor.procs.values()},
         "unexpected_exits": supervisor.unexpected_exits(),
         "cli": dict(sorted(cli_codes.items())),
         "cli_errors": _error_kinds(cli_errors),
         "submit_retries": sum(s.attempts - 1 for s in submissions),
-        "webhook_requests": dict(sorted(webhook_requests.items())),
+        "webhook_requests": webhook_requests,
         "failed_reasons": failed_reasons,
-        "reconcile_cli_seconds": sorted(round(x, 1) for x in reconcile_seconds),
+        "retry_refused": retry_refused,
+        "operator_cli_seconds": sorted(round(x, 1) for x in reconcile_seconds),
         "paths": dict(sorted(paths.items(), key=lambda kv: -kv[1])),
         "checker": findings.as_dict(),
     }
@@ -76,19 +83,31 @@ def markdown(d: dict[str, Any]) -> str:
         "| figure | value |",
         "|---|---|",
         f"| sagas submitted / in the database | {c['submitted']} / {c['sagas']} |",
-        f"| states when settled (before reconcile) | {_states(c['states_settled'])} |",
+        f"| states when settled (before reconcile and retry) | {_states(c['states_settled'])} |",
         f"| states at the end | {_states(c['states_final'])} |",
         f"| lost (a submission with no saga) | {len(c['lost'])} |",
         f"| stuck (neither terminal nor effect-unknown when settled) | {len(c['stuck'])} |",
-        f"| effects applied / undone (both destinations) | {c['effects_applied']} / {c['effects_undone']} |",
+        f"| effects applied / undone (all destinations) | {c['effects_applied']} / {c['effects_undone']} |",
         f"| duplicate effects | {len(c['duplicates'])} |",
         f"| unauthorized effects | {len(c['unauthorized'])} |",
         f"| live effects of failed or cancelled sagas | {len(c['orphans'])} |",
         f"| succeeded sagas missing an effect | {len(c['missing'])} |",
+        f"| records that do not replay to what the destination holds | {len(c['inconsistent'])} |",
         f"| effect-unknown when settled | {c['effect_unknown']} |",
         f"| steps reconciled (by outcome) | {_states(c['reconciled']) or '0'} |",
-        f"| unresolved after reconcile | {len(c['unresolved'])} |",
+        f"| sagas whose failed undo the operator ran again | {c['undo_retried']} |",
+        f"| failed sagas retried / succeeded after retry | {c['retried']} / {c['succeeded_after_retry']} |",
+        f"| unresolved after reconcile and retry | {len(c['unresolved'])} |",
         f"| submit retries (after a 503 or no answer) | {d['submit_retries']} |",
+        "",
+        "Per destination (from its own record): "
+        + "; ".join(
+            f"`{uri}` applied {n['applied']}, undone {n['undone']}, live {n['live']}"
+            for uri, n in c["per_destination"].items()
+        )
+        + ".",
+        "",
+        *figures.markdown(d["figures"], d["recovery_margin"]),
         "",
         f"Faults injected: {d['faults_total']} — "
         + ", ".join(f"{k} {v}" for k, v in d["faults"].items())
@@ -111,10 +130,16 @@ def markdown(d: dict[str, Any]) -> str:
         + ", ".join(f"{k}: {v}" for k, v in d["cli"].items())
         + ".",
         "",
-        f"Webhook requests by method: {d['webhook_requests']}.",
+        "Webhook requests: "
+        + "; ".join(
+            f"{name}: " + ", ".join(f"{k} {v}" for k, v in counts.items())
+            for name, counts in d["webhook_requests"].items()
+        )
+        + ".",
         "",
-        "Seconds each `pressroom reconcile` took (three at a time): "
-        + (", ".join(str(x) for x in d["reconcile_cli_seconds"]) or "none ran")
+        f"Seconds each operator command (`pressroom reconcile`, `pressroom retry`) took, "
+        f"up to {d['parallel']} at a time: "
+        + (", ".join(str(x) for x in d["operator_cli_seconds"]) or "none ran")
         + ".",
         "",
         "Timeline (seconds from start): "
@@ -125,16 +150,27 @@ def markdown(d: dict[str, Any]) -> str:
         f"- {n} × {p}" for p, n in d["paths"].items()
     ]
     if d["failed_reasons"]:
-        lines += ["", "Why sagas failed:", ""] + [
+        lines += ["", "Why sagas ended failed:", ""] + [
             f"- {n} × {r or '(no reason recorded)'}"
             for r, n in sorted(d["failed_reasons"].items(), key=lambda x: -x[1])
         ]
+    if d["retry_refused"]:
+        lines += ["", "Retries refused:", ""] + [f"- {sid}: {why}" for sid, why in d["retry_refused"].items()]
     if d["cli_errors"]:
         lines += ["", "Requests that did not succeed (the answer, or the last stderr line):", ""] + [
             f"- {e['count']} × `{e['command']}` exit {e['exit']}: {e['stderr'] or '(nothing on stderr)'}"
             for e in d["cli_errors"]
         ]
-    for name in ("lost", "stuck", "duplicates", "unauthorized", "orphans", "missing", "unresolved"):
+    for name in (
+        "lost",
+        "stuck",
+        "duplicates",
+        "unauthorized",
+        "orphans",
+        "missing",
+        "inconsistent",
+        "unresolved",
+    ):
         if c[name]:
             lines += ["", f"{name}:", "", "```json", json.dumps(c[name], indent=2)[:4000], "```"]
     return "\n".join(lines) + "\n"
@@ -148,47 +184,81 @@ NOTES_MARKER = "<!-- notes: kept when the run rewrites this page -->"
 
 PREFACE = """# Reliability: the chaos suite
 
-`make chaos` (`python -m chaos`, the code in `chaos/`) starts a PostgreSQL and a
-Redis of its own on free ports, the relay and one worker per role queue as
-separate processes (the README's native topology; the suite restarts any that
-exits, as a supervisor would), `pressroom serve`, and a webhook server of its
-own. It submits N sagas through the HTTP API (`POST /api/sagas` with an
-`Idempotency-Key`, retried on 503) to a `site:` folder and that webhook,
-approves each version that reaches review (`POST /api/sagas/ID/approve`, as a
-reviewer in open mode), and meanwhile a seeded nemesis SIGKILLs workers, pool children and the relay,
-kills -9 and restarts Redis (alternating no persistence and AOF), restarts
+`make chaos` (`python -m chaos`, the code in `chaos/`) starts a PostgreSQL and
+a Redis of its own on free ports, then the README's native topology as
+separate processes: the relay, one `pressroom worker --queues Q` per queue,
+each on its default pool (threads: 4 for a role queue, 16 for the publisher),
+and `pressroom serve`, under a supervisor that restarts any process that
+exits. The processes run on the orchestrator's default settings: the run sets
+only what a deployment must (the database and broker URLs, the signing secret,
+the index folder, `PRESSROOM_WEBHOOK_ALLOW=127.0.0.1` since its webhooks
+listen on loopback, telemetry exporters off), so leases, the destination
+timeout, the relay's poll and the attempt limits are the defaults. Where the
+suite times itself by them it reads them from `orchestrator/core/config.py`:
+its webhook's hang outlasts the default destination timeout, and the default
+settle time is four default leases.
+
+Each saga publishes to four destinations: a `site:` folder, a `git:`
+repository that does not exist before the first publish (so the first
+publishes race to create it), and two webhook servers of the suite's own. The
+suite submits N sagas through the HTTP API (`POST /api/sagas` with an
+`Idempotency-Key`, retried on 503) and approves each version that reaches
+review (`POST /api/sagas/ID/approve`, as a reviewer in open mode). A tenth of
+them (`--calm-sagas`) run and settle before the first fault, as the baseline;
+while the others run, a seeded nemesis SIGKILLs workers and the relay, kills
+-9 and restarts Redis (alternating no persistence and AOF), restarts
 PostgreSQL with `pg_ctl stop -m immediate`, SIGSTOPs a worker, pauses Redis
-clients, and makes the webhook answer 503, refuse connections, or apply and
-then hang past the destination timeout. Then it waits for every saga to
-settle, reconciles each `effect-unknown` step with `pressroom reconcile` from
-the destination's own record (the webhook server's journal, the site's
-receipt), waits for those to finish, and checks:
+clients, makes one webhook answer 503, refuse connections, or apply and then
+hang past the destination timeout, and makes one webhook's DELETE answer 503
+or 409 while the other webhook fails its next publishes, so that the sagas
+meeting it compensate their other destinations into the failing DELETE. (No
+pool child is killed: a threads-pool worker has none.) The fault kinds are a
+registry (`chaos/faults.py`), each with a weight, a hold range and a function
+that injects it; the schedule is a pure function of the seed.
+
+Then the suite waits for every saga to settle, and an operator, through the
+CLI, settles each `effect-unknown` saga from the destination's own record: a
+publish that may have happened is reconciled (`pressroom reconcile --outcome
+confirmed` when the destination holds the key, else `absent`); an undo that
+failed is reconciled `absent` when the destination no longer holds the key,
+else run again with `pressroom retry`. Then every `failed` saga is retried
+(`pressroom retry SAGA_ID --as oscar`) and the suite waits for those. The
+checker replays each destination's own record in its order: each webhook's
+journal, the site folder's receipts (a watcher journals each receipt written
+and removed), and the git repository's history (`git log`: each commit's
+trailers say publish or compensation, and of which key). For every destination
+alike:
 
 - lost: a submission with no saga; stuck: a saga neither terminal nor
   `effect-unknown` when the run settled; unresolved: not terminal after
-  reconciliation;
-- duplicate: a key applied more than once at a destination (the webhook
-  server journals each apply; a watcher journals each receipt the site folder
-  writes), or one saga with two live effects at one destination;
+  reconciliation and retry;
+- duplicate: a key applied again while its earlier apply is live (applied,
+  undone and applied again is a retry), or one saga with two live effects at
+  one destination;
 - unauthorized: an applied effect whose saga, version digest and destination
   no consumed approval in the database covers;
-- end state: no live effect of a failed or cancelled saga, and every step of
-  a succeeded saga live at its destination.
+- end state: no live effect of a failed or cancelled saga, every step of a
+  succeeded saga live at its destination, and each record, replayed, giving
+  what its destination holds at the end.
 
-Settings of the run: `PRESSROOM_LEASE_SECONDS=5`, `PRESSROOM_DESTINATION_TIMEOUT=2`,
-`PRESSROOM_MAX_ATTEMPTS=10`, `PRESSROOM_RELAY_POLL=0.2`; role workers run
-`--pool prefork` with concurrency 1 (so a pool child can be killed), the
-publisher its default threads pool. The report and every process's log are kept
-in `chaos/out/run-*/` (not committed). Options: `python -m chaos --help`
-(`--sagas`, `--seed`, `--fault-seconds`, `--settle-seconds`); `make chaos
-CHAOS_ARGS="--sagas 100 --seed 7"`.
+The report gives, per fault kind, the sagas that ran under it (their
+submit→settled window overlaps a fault of that kind, from its start to its end
+plus a recovery margin, 10 s unless `--recovery-margin` says otherwise), the
+faults of that kind, lost, duplicated, unauthorized and effect-unknown sagas
+with how each was settled, and their p50/p99 submit→settled seconds, with a
+"no fault" row (the sagas that ran under no fault) as the baseline. The report
+(`report.json`, `report.md`), each destination's record and every process's
+log are kept in `chaos/out/run-*/` (not committed). Options: `python -m chaos
+--help` (`--sagas`, `--seed`, `--fault-seconds`, `--settle-seconds`,
+`--calm-sagas`, `--recovery-margin`; `--docs none` leaves this page alone);
+`make chaos CHAOS_ARGS="--sagas 100 --seed 7"`.
 
 ## The last recorded run
 
 """
 
 
-def write(d: dict[str, Any], run_dir: Path, docs: Path | None, logs: Path) -> None:
+def write(d: dict[str, Any], run_dir: Path, docs: Path | None) -> None:
     (run_dir / "report.json").write_text(json.dumps(d, indent=2, default=str) + "\n", encoding="utf-8")
     body = markdown(d)
     (run_dir / "report.md").write_text("# Chaos run\n\n" + body, encoding="utf-8")

@@ -1,21 +1,30 @@
 """One chaos run, phase by phase.
 
-1. Start a private PostgreSQL and Redis, the suite's webhook server, then the
-   relay, one worker per role queue and `pressroom serve` (the README's native
-   topology) under the supervisor.
-2. Submit N sagas through the HTTP API (`POST /api/sagas` with an
-   `Idempotency-Key`, so a retry after a 503 returns the same saga) to a
-   `site:` folder and the webhook, and approve each version that reaches
-   `ready-for-review` (`POST /api/sagas/ID/approve`) as a reviewer (open mode:
-   `as`), while the nemesis works through its schedule. (The API rather than
-   one CLI process per call: on a loaded two-core machine a CLI start costs
-   seconds, which would make the run's pace the CLI's.)
-3. Stop the nemesis, put everything back, and wait until every saga is
-   terminal or `effect-unknown` (or the settle time runs out: those are stuck).
-4. Reconcile each `effect-unknown` saga with `pressroom reconcile`, asking the
-   destination: the webhook server's record or the site folder's receipt says
-   applied (`confirmed`) or not (`absent`); then wait for those sagas to finish.
-5. Check (chaos/checker.py) and write the report.
+1. Start a private PostgreSQL and Redis and the run's destinations (two
+   webhook servers, the site watcher; chaos/destinations.py), then the relay,
+   one worker per queue on its default pool and `pressroom serve` (the
+   README's native topology) under the supervisor. The processes run on the
+   orchestrator's default settings: only what a deployment must set is set
+   (`Run.env`), and their PostgreSQL and Redis URLs come from the run's
+   `Route` (chaos/routes.py), while the suite observes the servers directly.
+2. Submit the calm sagas (a few of the N) and wait for them to settle before
+   any fault: they are the baseline. Then start the nemesis and submit the
+   rest. Each goes through the HTTP API (`POST /api/sagas` with an
+   `Idempotency-Key`, so a retry after a 503 returns the same saga) to four
+   destinations (`site:`, `git:`, two `webhook:`), and approve each version
+   that reaches `ready-for-review` (`POST /api/sagas/ID/approve`) as a
+   reviewer (open mode: `as`), while the nemesis works through its schedule.
+   (The API rather than one CLI process per call: on a loaded two-core
+   machine a CLI start costs seconds, which would make the run's pace the
+   CLI's.)
+3. Stop the nemesis, heal everything, and wait until every saga is terminal
+   or `effect-unknown` (or the settle time runs out: those are stuck).
+4. The operator (chaos/operator.py) settles each `effect-unknown` saga from
+   the destinations' own records, then retries every `failed` saga with
+   `pressroom retry`; the suite waits for each to finish.
+5. Check (chaos/conclusion.py, chaos/checker.py) against every
+   destination's own record, work out the figures per fault kind
+   (chaos/figures.py), and write the report.
 """
 
 from __future__ import annotations
@@ -28,20 +37,24 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
+from sqlalchemy.engine import Engine
 
-from chaos import report
-from chaos.checker import SETTLED, TERMINAL, Effect, Records, Submission, check
+from chaos import defaults, figures
+from chaos.checker import SETTLED, Saga, Submission
 from chaos.cluster import Postgres, Redis, Supervisor, free_port
-from chaos.nemesis import Nemesis, plan
-from chaos.observe import cli, events_of, snapshot, transitions
-from chaos.site_watch import SiteWatch
-from chaos.webhook import ChaosWebhook
+from chaos.conclusion import conclude
+from chaos.destinations import Destinations
+from chaos.nemesis import Handles, Nemesis, plan
+from chaos.observe import Snapshot, cli, snapshot
+from chaos.operator import Operator
+from chaos.routes import Direct, Endpoints, Route
 
 CORPUS = Path(__file__).resolve().parent.parent / "roles" / "sample_corpus"
 TOPICS = (
@@ -52,8 +65,7 @@ TOPICS = (
     "the friends of the library book sale",
     "the riverside branch and its volunteers",
 )
-SUBMITTER, REVIEWER, OPERATOR = "dana", "erin", "oscar"
-DESTINATION_TIMEOUT = 2.0
+SUBMITTER, REVIEWER = "dana", "erin"
 
 
 @dataclass(frozen=True)
@@ -61,14 +73,17 @@ class Options:
     sagas: int = 60
     seed: int = 1
     fault_seconds: float = 150.0
-    settle_seconds: float = 150.0
+    settle_seconds: float = defaults.SETTLE_SECONDS
     parallel: int = 3
     out: Path = Path("chaos/out")
     docs: Path | None = Path("docs/reliability.md")
     command: str = "make chaos"
+    recovery_margin: float = figures.RECOVERY_MARGIN
+    calm_sagas: int = 6  # of `sagas`, submitted and settled before the first fault
+    route: Route = field(default_factory=Direct)
 
 
-def _discard(jobs: set[tuple[str, int]], job: tuple[str, int], _done: Any) -> None:
+def _discard(jobs: set[tuple[str, int]], job: tuple[str, int], _done: object) -> None:
     jobs.discard(job)
 
 
@@ -104,16 +119,14 @@ class Run:
         self.dir = (opts.out / time.strftime("run-%Y%m%dT%H%M%SZ", time.gmtime())).resolve()
         self.logs = self.dir / "logs"
         self.logs.mkdir(parents=True)
-        self.site = self.dir / "site"
         self._log = (self.dir / "run.log").open("a", encoding="utf-8")
         self._lock = threading.Lock()
         self.submissions: dict[int, Submission] = {}
+        self.submitted_at: dict[str, float] = {}  # request id -> first attempt, epoch seconds
         self.approved: dict[str, int] = {}
         self.approve_tries: Counter[tuple[str, int]] = Counter()
         self.cli_codes: Counter[str] = Counter()
         self.cli_errors: list[dict[str, Any]] = []
-        self.reconciled: list[tuple[str, str, str]] = []
-        self.reconcile_seconds: list[float] = []
         self.timeline: dict[str, float] = {}
 
     def log(self, text: str) -> None:
@@ -124,7 +137,9 @@ class Run:
             self._log.flush()
 
     # -- setup --------------------------------------------------------------
-    def env(self, pg_url: str, broker_url: str) -> dict[str, str]:
+    def env(self, urls: Endpoints) -> dict[str, str]:
+        """The processes' environment: the caller's, without any Pressroom or OpenTelemetry
+        setting, plus only what a deployment must set. Everything else is the default."""
         base = {
             k: v
             for k, v in os.environ.items()  # noqa: TID251 (the suite builds its processes' environment)
@@ -132,17 +147,11 @@ class Run:
         }
         base.update(
             {
-                "PRESSROOM_DATABASE_URL": pg_url,
-                "PRESSROOM_BROKER_URL": broker_url,
+                "PRESSROOM_DATABASE_URL": urls.database_url,
+                "PRESSROOM_BROKER_URL": urls.broker_url,
                 "PRESSROOM_SECRET": "chaos-signing-key",
                 "PRESSROOM_INDEX_DIR": str(self.dir / "index"),
-                "PRESSROOM_LEASE_SECONDS": "5",
-                "PRESSROOM_RELAY_POLL": "0.2",
-                "PRESSROOM_RELAY_GRACE": "0.5",
-                "PRESSROOM_DESTINATION_TIMEOUT": str(DESTINATION_TIMEOUT),
-                "PRESSROOM_WEBHOOK_ALLOW": "127.0.0.1",  # the chaos webhook listens on loopback
-                "PRESSROOM_MAX_ATTEMPTS": "10",
-                "PRESSROOM_CONNECT_RETRY": "5",
+                "PRESSROOM_WEBHOOK_ALLOW": "127.0.0.1",  # the chaos webhooks listen on loopback
                 "OTEL_TRACES_EXPORTER": "none",
                 "OTEL_METRICS_EXPORTER": "none",
             }
@@ -153,6 +162,8 @@ class Run:
     def submit(self, api: str, i: int, dests: list[str], at: float) -> None:
         time.sleep(max(0.0, at - time.monotonic()))
         rid = f"chaos-{self.opts.seed}-{i}"
+        with self._lock:
+            self.submitted_at[rid] = time.time()
         body = {
             "brief": f"{TOPICS[i % len(TOPICS)]}, saga {i}",
             "corpus": str(CORPUS),
@@ -163,7 +174,7 @@ class Run:
         attempts = 0
         for attempts in range(1, 11):
             code, out, err = http_post(f"{api}/api/sagas", body, headers={"Idempotency-Key": rid})
-            self._note_cli("submit", code, err)
+            self.note("submit", code, err)
             if code in (200, 201) and out:
                 saga_id = str(out["saga_id"])
                 break
@@ -176,15 +187,15 @@ class Run:
     def approve(self, api: str, saga_id: str, version: int) -> None:
         code, _, err = http_post(f"{api}/api/sagas/{saga_id}/approve", {"version": version, "as": REVIEWER})
         self.log(f"approve {saga_id[:8]} v{version}: HTTP {code}")
-        self._note_cli("approve", code, err)
+        self.note("approve", code, err)
         with self._lock:
             self.approve_tries[(saga_id, version)] += 1
             if code == 200 or (code not in (503, -1) and self.approve_tries[(saga_id, version)] >= 3):
                 self.approved[saga_id] = version
 
-    def _note_cli(self, what: str, code: int, err: str) -> None:
+    def note(self, what: str, code: int, err: str) -> None:
         ok = code in (0, 200, 201)
-        label = f"{what} {'exit' if what == 'reconcile' else 'HTTP'} {code}"
+        label = f"{what} {'HTTP' if what in ('submit', 'approve') else 'exit'} {code}"
         with self._lock:
             self.cli_codes[label] += 1
             if not ok:
@@ -194,7 +205,9 @@ class Run:
         if not ok:
             self.log(f"{what}: exit {code}: {err.splitlines()[-1] if err else ''}")
 
-    def drive(self, api: str, engine: Any, pool: ThreadPoolExecutor, until: float, pending: set[Any]) -> Any:
+    def drive(
+        self, api: str, engine: Engine, pool: ThreadPoolExecutor, until: float, pending: set[Future[None]]
+    ) -> Snapshot | None:
         """Approve what waits for review until every saga is settled or `until`; the last snapshot."""
         last = None
         busy: set[tuple[str, int]] = set()
@@ -218,7 +231,7 @@ class Run:
                     busy.add(job)
                     fut = pool.submit(self.approve, api, saga.saga_id, v)
                     fut.add_done_callback(functools.partial(_discard, busy, job))
-            ours = self._ours()
+            ours = self.ours()
             states = [s.state for s in snap.sagas if s.saga_id in ours]
             if (
                 done_submitting
@@ -230,55 +243,19 @@ class Run:
             time.sleep(1.0)
         return last
 
-    def _ours(self) -> set[str]:
+    def ours(self) -> set[str]:
         with self._lock:
             return {s.saga_id for s in self.submissions.values() if s.saga_id}
 
-    # -- reconcile ----------------------------------------------------------
-    def reconcile(
-        self, env: dict[str, str], snap: Any, hook: ChaosWebhook, watch: SiteWatch, pool: ThreadPoolExecutor
-    ) -> int:
-        """`pressroom reconcile` each uncertain step, as the destination's own record says; how many took."""
-        jobs = []
-        for saga in snap.sagas:
-            if saga.state != "effect-unknown" or saga.saga_id not in self._ours():
-                continue
-            for step in saga.steps:
-                if step.state != "uncertain" or not step.key:
-                    continue
-                is_hook = step.uri.startswith("webhook:")
-                applied = hook.is_applied(step.key) if is_hook else watch.is_applied(step.key)
-                jobs.append((saga.saga_id, step.uri, "confirmed" if applied else "absent", applied))
-        return sum(pool.map(lambda job: self._reconcile_one(env, *job), jobs))
+    def mine(self, snap: Snapshot) -> list[Saga]:
+        ours = self.ours()
+        return [s for s in snap.sagas if s.saga_id in ours]
 
-    def _reconcile_one(self, env: dict[str, str], saga_id: str, uri: str, outcome: str, applied: bool) -> int:
-        reason = f"chaos: the destination's record says {'applied' if applied else 'not applied'}"
-        for _ in range(5):
-            began = time.monotonic()
-            res = cli(
-                env,
-                "reconcile",
-                saga_id,
-                "--dest",
-                uri,
-                "--outcome",
-                outcome,
-                "--as",
-                OPERATOR,
-                "--reason",
-                reason,
-            )
-            self._note_cli("reconcile", res.code, res.err)
-            with self._lock:
-                self.reconcile_seconds.append(time.monotonic() - began)
-            if res.code != 5:
-                break
-            time.sleep(2)
-        if res.code != 0:
-            return 0
+    def forget_approvals(self, saga_ids: list[str]) -> None:
+        """A retried saga that prepares again may ask for approval anew."""
         with self._lock:
-            self.reconciled.append((saga_id, uri, outcome))
-        return 1
+            for sid in saga_ids:
+                self.approved.pop(sid, None)
 
 
 def run(opts: Options) -> int:
@@ -287,123 +264,103 @@ def run(opts: Options) -> int:
     pg = Postgres(pg_root, free_port())
     (r.dir / "redis").mkdir()
     redis = Redis(free_port(), r.dir / "redis")
-    hook = ChaosWebhook(free_port(), r.dir / "webhook-journal.jsonl", stall_seconds=DESTINATION_TIMEOUT + 4)
+    dest = Destinations(r.dir, stall_seconds=defaults.STALL_SECONDS)
     sup: Supervisor | None = None
-    watch = SiteWatch(r.site, r.dir / "site-journal.jsonl")
     nemesis: Nemesis | None = None
     began = time.monotonic()
     try:
         r.log(f"run folder {r.dir}")
         pg.start()
         redis.start()
-        hook.start()
-        env = r.env(pg.url, redis.url)
+        dest.start()
+        env = r.env(opts.route.start(Endpoints(pg.url, redis.url)))
         up = cli(env, "db", "upgrade")
         if up.code != 0:
             raise RuntimeError(f"pressroom db upgrade: exit {up.code}: {up.err}")
         from orchestrator.store.db import make_engine
 
-        engine = make_engine(pg.url)
+        engine = make_engine(pg.url)  # the suite observes the server itself, never through the route
         sup = Supervisor(env, r.logs, cwd=r.dir)
         api_port = free_port()
         api = f"http://127.0.0.1:{api_port}"
         sup.topology(api_port)
-        watch.start()
         faults = plan(opts.seed, opts.fault_seconds)
-        nemesis = Nemesis(faults, supervisor=sup, redis=redis, postgres=pg, webhook=hook, log=r.log)
-        dests = [f"site:{r.site}", f"webhook:{hook.url}"]
+        handles = Handles(sup, redis, pg, dest, r.log, extra={"route": opts.route})
+        nemesis = Nemesis(faults, handles)
+        operator = Operator(env, dest, r.note)
         r.log(
             f"{opts.sagas} sagas, seed {opts.seed}, {len(faults)} faults planned over {opts.fault_seconds:.0f}s"
         )
         wait_for_api(api)
-        nemesis.start()
-        r.timeline["faults_began"] = time.monotonic() - began
         with (
             ThreadPoolExecutor(max_workers=opts.parallel) as submitters,
-            ThreadPoolExecutor(max_workers=opts.parallel) as approvers,
+            ThreadPoolExecutor(max_workers=opts.parallel) as helpers,
         ):
-            # Arrivals spread over the first half of the fault window, so faults meet every phase.
-            gap = opts.fault_seconds * 0.5 / opts.sagas
+            pending: set[Future[None]] = set()
+
+            def wait(seconds: float) -> Snapshot:
+                return r.drive(api, engine, helpers, time.monotonic() + seconds, pending) or snapshot(engine)
+
+            # The calm sagas run before any fault: the baseline ("no fault" in the figures).
             t0 = time.monotonic()
-            pending = {submitters.submit(r.submit, api, i, dests, t0 + i * gap) for i in range(opts.sagas)}
-            r.drive(api, engine, approvers, time.monotonic() + opts.fault_seconds, pending)
+            pending |= {
+                submitters.submit(r.submit, api, i, dest.uris, t0 + i) for i in range(opts.calm_sagas)
+            }
+            wait(opts.settle_seconds)
+            r.timeline["calm_settled"] = time.monotonic() - began
+            nemesis.start()
+            r.timeline["faults_began"] = time.monotonic() - began
+            # The others arrive over the first half of the fault window, so faults meet every phase.
+            rest = range(opts.calm_sagas, opts.sagas)
+            gap = opts.fault_seconds * 0.5 / max(1, len(rest))
+            t0 = time.monotonic() - opts.calm_sagas * gap
+            pending |= {submitters.submit(r.submit, api, i, dest.uris, t0 + i * gap) for i in rest}
+            wait(opts.fault_seconds)
             nemesis.stop()
             r.timeline["faults_ended"] = time.monotonic() - began
             r.log(f"nemesis stopped: {dict(nemesis.counts)}; settling")
-            settled = r.drive(api, engine, approvers, time.monotonic() + opts.settle_seconds, pending)
+            wait(opts.settle_seconds)
             r.timeline["settled"] = time.monotonic() - began
             settled = snapshot(engine)
-            r.log(f"settled: {dict(Counter(s.state for s in settled.sagas))}")
-            current = settled
-            for _ in range(3):
-                if not any(s.state == "effect-unknown" for s in current.sagas):
-                    break
-                n = r.reconcile(env, current, hook, watch, approvers)
-                r.log(f"reconciled {n} step(s); waiting for those sagas to finish")
-                current = r.drive(api, engine, approvers, time.monotonic() + 90, pending) or snapshot(engine)
-        r.timeline["reconciled"] = time.monotonic() - began
+            r.log(f"settled: {dict(Counter(s.state for s in r.mine(settled)))}")
+            _resolve(r, operator, helpers, wait, settled, opts.settle_seconds)
+            r.timeline["reconciled"] = time.monotonic() - began
+            took = operator.retry_failed(r.mine(snapshot(engine)), helpers)
+            r.forget_approvals(took)
+            r.log(f"retried {len(took)} failed saga(s); waiting for them")
+            after = wait(opts.settle_seconds) if took else snapshot(engine)
+            _resolve(r, operator, helpers, wait, after, opts.settle_seconds)
+            r.timeline["retried"] = time.monotonic() - began
         time.sleep(1.0)
-        watch.stop()
-        final = snapshot(engine)
-        ours = r._ours()
-        site_uri, hook_uri = dests
-        effects = tuple(
-            Effect(hook_uri, e["kind"], e["key"], e["saga_id"], e["version_digest"]) for e in hook.events
-        ) + tuple(Effect(site_uri, e["kind"], e["key"], None, e["version_digest"]) for e in watch.events)
-        live = {(hook_uri, k): b.get("version_digest") for k, b in hook.applied_now.items()}
-        live.update({(site_uri, k): d for k, d in watch.live().items()})
-        records = Records(
-            submissions=tuple(r.submissions[i] for i in sorted(r.submissions)),
-            settled=tuple(s for s in settled.sagas if s.saga_id in ours),
-            final=tuple(s for s in final.sagas if s.saga_id in ours),
-            approvals=final.approvals,
-            ledger=final.ledger,
-            effects=effects,
-            live=live,
-            reconciled=tuple(r.reconciled),
-        )
-        findings = check(records)
-        paths = transitions(engine)
-        with (r.dir / "transitions.json").open("w", encoding="utf-8") as fh:
-            json.dump({sid: paths.get(sid, []) for sid in sorted(ours)}, fh, indent=1)
-        unusual = {
-            sid
-            for sid in ours
-            if [t["to"] for t in paths.get(sid, [])][-1:] != ["succeeded"] or len(paths.get(sid, [])) != 4
-        }
-        with (r.dir / "events-of-unusual-sagas.json").open("w", encoding="utf-8") as fh:
-            json.dump(events_of(engine, unusual), fh, indent=1, default=str)
-        path_counts = Counter(
-            " → ".join(["preparing"] + [t["to"] for t in paths.get(sid, [])]) for sid in ours
-        )
-        r.timeline["total"] = time.monotonic() - began
-        failed_reasons = Counter(
-            (s.reason or "")[:120] for s in final.sagas if s.saga_id in ours and s.state == "failed"
-        )
-        data = report.build(
-            opts=opts,
-            findings=findings,
-            nemesis=nemesis,
-            supervisor=sup,
-            cli_codes=r.cli_codes,
-            cli_errors=r.cli_errors,
-            timeline=r.timeline,
-            webhook_requests=hook.requests,
-            failed_reasons=dict(failed_reasons),
-            reconcile_seconds=r.reconcile_seconds,
-            paths=dict(path_counts),
-            submissions=records.submissions,
-            terminal=TERMINAL,
-        )
-        report.write(data, r.dir, opts.docs, r.logs)
-        r.log(f"checker: {'OK' if findings.ok else 'FINDINGS'}; report in {r.dir}")
-        return 0 if findings.ok else 1
+        dest.stop()
+        return conclude(r, engine, settled, dest, nemesis, sup, operator, began)
     finally:
         if nemesis is not None:
             nemesis._stop.set()
         if sup is not None:
             sup.stop()
-        hook.stop()
+        opts.route.stop()
+        dest.stop()
         redis.stop()
         pg.stop()
         shutil.rmtree(pg_root, ignore_errors=True)
+
+
+def _resolve(
+    r: Run,
+    operator: Operator,
+    pool: ThreadPoolExecutor,
+    wait: Callable[[float], Snapshot],
+    current: Snapshot,
+    budget: float,
+) -> None:
+    for _ in range(3):
+        unknown = [s for s in r.mine(current) if s.state == "effect-unknown"]
+        if not unknown:
+            return
+        n = operator.resolve(unknown, pool)
+        r.log(f"settled {n} effect-unknown step(s) or undo(s); waiting for those sagas to finish")
+        current = wait(budget)
+
+
+__all__ = ["Options", "run"]

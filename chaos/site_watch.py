@@ -34,7 +34,8 @@ class SiteWatch:
 
     def stop(self) -> None:
         self._stop.set()
-        self._thread.join(timeout=5)
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
         self.look()  # one last look, so nothing written at the end is missed
 
     def _loop(self) -> None:

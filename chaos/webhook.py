@@ -11,11 +11,16 @@ A fault may be armed for the next n POSTs (`arm`), so it meets real publishes.
   "maybe applied" to Pressroom).
 - `stall`: apply, then hold the answer for `stall_seconds` (longer than the
   destination timeout), so the caller gives up after the effect happened.
+- `reject`: answer 409 and apply nothing (a definite failure: 4xx is "not
+  applied" to Pressroom, whatever the status query says).
 - `refuse`: the listening socket is closed; connections are refused.
 
 GET answers 200 and the receipt, or 404 (or 503 while `status_down_until`
 has not passed: a fault may take the status query down with it, so the
-caller cannot find out and the step stays uncertain); DELETE forgets the key (200), or 404.
+caller cannot find out and the step stays uncertain). DELETE forgets the key
+(200), or 404; while `delete_down_until` has not passed it does nothing and
+answers as `delete_mode` says: `error` 503 (maybe deleted, to the caller),
+`refuse` 409 (a definite refusal, which the caller may try again).
 
 The journal (`events`, also appended to a JSON-lines file) holds one entry per
 apply, replay and undo, with the key, saga id and version digest of the body:
@@ -32,11 +37,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-MODES = ("normal", "error", "stall", "refuse")
+MODES = ("normal", "error", "stall", "reject", "refuse")
+ARMED = ("error", "stall", "reject")  # modes that count down the POSTs they meet
+DELETE_MODES = {"error": 503, "refuse": 409}
 
 
 class ChaosWebhook:
-    def __init__(self, port: int, journal: Path, *, stall_seconds: float) -> None:
+    def __init__(self, port: int, journal: Path, *, stall_seconds: float, name: str = "hook") -> None:
+        self.name = name
         self.port = port
         self.stall_seconds = stall_seconds
         self.journal = journal
@@ -49,6 +57,8 @@ class ChaosWebhook:
         self._seq = 0
         self._armed: int | None = None
         self.status_down_until = 0.0  # time.monotonic() deadline: GET answers 503 until then
+        self.delete_mode = "error"
+        self.delete_down_until = 0.0  # time.monotonic() deadline: DELETE fails until then
         self.requests: dict[str, int] = {}
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -79,6 +89,13 @@ class ChaosWebhook:
         self._release.set()
         self._close()
 
+    def fail_deletes(self, mode: str, seconds: float) -> None:
+        """Every DELETE for the next `seconds` fails as `mode` says (`DELETE_MODES`)."""
+        if mode not in DELETE_MODES:
+            raise ValueError(f"unknown DELETE mode {mode!r}")
+        self.delete_mode = mode
+        self.delete_down_until = max(self.delete_down_until, time.monotonic() + seconds)
+
     def arm(self, mode: str, posts: int) -> None:
         """`mode` for the next `posts` POST requests, then `normal` again."""
         with self._lock:
@@ -89,7 +106,7 @@ class ChaosWebhook:
         """The mode this POST meets; an armed fault counts it down."""
         with self._lock:
             mode = self.mode
-            if self._armed is not None and mode in ("error", "stall"):
+            if self._armed is not None and mode in ARMED:
                 self._armed -= 1
                 if self._armed <= 0:
                     self._armed = None
@@ -190,6 +207,10 @@ class _Handler(BaseHTTPRequestHandler):
             hook._count("POST answered 503")
             self._answer(503, {"error": "chaos: destination failing"})
             return
+        if mode == "reject":
+            hook._count("POST answered 409")
+            self._answer(409, {"error": "chaos: destination rejects this publish"})
+            return
         if not isinstance(body, dict):
             self._answer(400, {"error": "body is not a JSON object"})
             return
@@ -211,9 +232,16 @@ class _Handler(BaseHTTPRequestHandler):
         self._answer(*hook.get(key))
 
     def do_DELETE(self) -> None:
+        hook = self.server.hook
         key, _ = self._read("DELETE")
-        if key is not None:
-            self._answer(*self.server.hook.delete(key))
+        if key is None:
+            return
+        if time.monotonic() < hook.delete_down_until:
+            code = DELETE_MODES[hook.delete_mode]
+            hook._count(f"DELETE answered {code}")
+            self._answer(code, {"error": "chaos: not deleting now"})
+            return
+        self._answer(*hook.delete(key))
 
     def _read(self, method: str) -> tuple[str | None, Any]:
         self.server.hook._count(method)
