@@ -5,20 +5,23 @@ Three checks, read in one snapshot:
 1. the event chain — each of the saga's events, in `seq` order, links to the
    one before it and hashes to its stored hash (`harness.event_chain`): keyed
    under the chain key this process holds for the database, plain SHA-256 for
-   events up to the signed cutover (`store.chain_keys`);
+   events up to the signed cutover (`store.chain_keys`); each event over the
+   fields its schema version hashes (version 2's include the version itself);
 2. the state — `sagas.reducer.reduce(events)` equals the stored saga row and
    its steps (state, head version, each step's state and key);
 3. the checkpoint chain — `harness.checkpoints.verify_chain`, and every
    checkpoint names an intent event of the saga.
 
 `verify(engine, saga_id, against=…)` returns the report; `problems` lists every
-mismatch found, the first one first. Reads only. With a checkpoint
+mismatch found, the first one first; `events.schema_versions` counts the
+saga's events by the schema version they were written with. Reads only. With a checkpoint
 (`audit_checkpoint.export`), it also checks that the saga's first events are
 still those the checkpoint saw (`audit_checkpoint.compare`).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from pydantic import ValidationError
@@ -28,7 +31,7 @@ from sqlmodel import Session, col, select
 from orchestrator.audit_checkpoint import Checkpoint, compare, snapshot
 from orchestrator.core.errors import NotFound
 from orchestrator.harness.checkpoints import AgentState, verify_chain
-from orchestrator.harness.event_chain import HASHED_FIELDS, first_broken
+from orchestrator.harness.event_chain import CHAIN_FIELDS, first_broken
 from orchestrator.store.chain_keys import key_of, plain_upto
 from orchestrator.store.tables import CheckpointRow, EventRow, SagaRow, StepRow
 from sagas import records
@@ -105,7 +108,12 @@ def _report(
     return {
         "saga_id": saga.id,
         "ok": not problems,
-        "events": {"count": len(events), "ok": not event_problems, "plain": plain},
+        "events": {
+            "count": len(events),
+            "ok": not event_problems,
+            "plain": plain,
+            "schema_versions": dict(sorted(Counter(str(e.schema_version) for e in events).items())),
+        },
         "checkpoints": {"count": len(checkpoints), "ok": not checkpoint_problems},
         "state": {"ok": not state_problems, **state},
         "problems": problems,
@@ -114,7 +122,7 @@ def _report(
 
 def _event_chain(events: list[EventRow], key: bytes, upto: int) -> list[str]:
     """The first broken link: events up to the cutover are plain (they come first, by seq)."""
-    links = [(e.prev_hash, e.hash, {name: getattr(e, name) for name in HASHED_FIELDS}) for e in events]
+    links = [(e.prev_hash, e.hash, {name: getattr(e, name) for name in CHAIN_FIELDS}) for e in events]
     plain = sum(1 for e in events if (e.seq or 0) <= upto)
     broken = first_broken(links, key, plain)
     if broken is None:
@@ -139,7 +147,14 @@ def _state(saga: SagaRow, events: list[EventRow], steps: list[StepRow]) -> tuple
         problems.append(f"stored {where} is not a state Pressroom has: {err['input']!r}")
     try:
         derived = reduce(
-            LoggedEvent(seq=e.seq, kind=e.kind, status=e.status, detail=e.detail or {}) for e in events
+            LoggedEvent(
+                seq=e.seq,
+                kind=e.kind,
+                status=e.status,
+                detail=e.detail or {},
+                schema_version=e.schema_version,
+            )
+            for e in events
         )
         out["derived"] = derived.model_dump(mode="json")
     except EventLogMismatch as exc:

@@ -13,19 +13,23 @@ Pure: no database, broker or clock. The events a saga's state depends on:
   the log goes on from there.
 
 Every other kind (tool calls, intents, messages, reconcile notes) is history
-and leaves the state alone. An event the machine would refuse, or one out of
-place, raises `EventLogMismatch` naming its `seq`: the log does not explain
-the state, which is the point of checking.
+and leaves the state alone. Events of every schema version the project has
+written (`event_chain.KNOWN_SCHEMAS`: 1 before migration 0013, 2 since) hold
+these kinds, statuses and details alike and are read alike. An event the
+machine would refuse, one out of place, or one of a schema version this
+release does not know raises `EventLogMismatch` naming its `seq`: the log
+does not explain the state, which is the point of checking.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from orchestrator.core.errors import IllegalTransition, Refused
+from orchestrator.harness.event_chain import KNOWN_SCHEMAS, LEGACY_SCHEMA
 from sagas.machine import SagaEvent, SagaState, apply
 from sagas.step_states import StepState
 
@@ -45,6 +49,7 @@ class LoggedEvent(BaseModel):
     kind: str
     status: str
     detail: dict[str, Any] = {}
+    schema_version: int = LEGACY_SCHEMA
 
 
 class StepView(BaseModel):
@@ -68,12 +73,20 @@ def _fail(event: LoggedEvent, why: str) -> EventLogMismatch:
     return EventLogMismatch(f"event {event.seq} ({event.kind} {event.status}): {why}", seq=event.seq)
 
 
+def _readable(events: Iterable[LoggedEvent]) -> Iterator[LoggedEvent]:
+    """`events`, each of a schema version this release reads."""
+    for event in events:
+        if event.schema_version not in KNOWN_SCHEMAS:
+            raise _fail(event, f"schema version {event.schema_version} is not one this release reads")
+        yield event
+
+
 def reduce(events: Iterable[LoggedEvent]) -> SagaView:
     """The saga's state after `events`, in order; `EventLogMismatch` when they cannot produce one."""
     state: SagaState | None = None
     head = 0
     steps: dict[str, StepView] = {}
-    for event in events:
+    for event in _readable(events):
         if event.kind == "saga" and event.status == PRUNED:
             # Retention removed the history before this event; it states what that history gave.
             if state is not None:

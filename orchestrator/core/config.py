@@ -15,7 +15,7 @@ from pathlib import Path
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from orchestrator.core.host_lists import check_webhook_allow
+from orchestrator.core.host_lists import check_webhook_allow, origin_list
 
 DEFAULT_DATABASE_URL = "sqlite:///pressroom.db"
 DEFAULT_BROKER_URL = "inline://"
@@ -157,6 +157,11 @@ class Settings(BaseSettings):
         default=None,
         description="retired: MCP over HTTP takes users' tokens (`pressroom users add`); refused when set",
     )
+    mcp_allowed_origins: str | None = Field(
+        default=None,
+        description="origins (commas or spaces; https://HOST[:PORT], :* for any port) whose pages, and "
+        "the Host of whose URL, `pressroom mcp --transport http` serves besides loopback; unset: loopback only",
+    )
     token: SecretStr | None = Field(
         default=None, description="the caller's API token in closed mode (CLI, MCP over stdio)"
     )
@@ -213,6 +218,12 @@ class Settings(BaseSettings):
     def _webhook_hosts(cls, value: str | None) -> str | None:
         # Read in full by `sagas.destinations.webhook_urls.WebhookAllow.parse`; refused early here.
         check_webhook_allow(value)
+        return value
+
+    @field_validator("mcp_allowed_origins")
+    @classmethod
+    def _mcp_origins(cls, value: str | None) -> str | None:
+        origin_list(value)  # ValueError names the bad entry; the MCP server reads it in full
         return value
 
     def roots(self) -> list[Path]:

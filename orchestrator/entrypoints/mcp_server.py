@@ -22,7 +22,9 @@ process may call (default `DEFAULT_CAPABILITIES`). Over streamable HTTP
 (closed mode only), each request's ``Authorization: Bearer`` token is looked
 up in the same store; no token, an unknown or a revoked one gets 401 before
 any MCP message is read, and each call looks the token up again, so a
-revoked user is stopped mid-session. ``PRESSROOM_MCP_TOKENS`` is retired:
+revoked user is stopped mid-session; before the token, each request's
+``Host`` and ``Origin`` are checked, on every bind (`mcp_origins`). The MCP
+revisions spoken are the pinned SDK's (`PROTOCOL_REVISIONS`, named at start). ``PRESSROOM_MCP_TOKENS`` is retired:
 the server refuses to start while it is set. The harness checks the
 principal's role for every call (`principals.TOOL_PERMISSIONS`). Denied
 tools are listed, so clients see they exist, and every call to one is
@@ -53,6 +55,7 @@ from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuthBackend, RequireAuthMiddleware
 from mcp.server.auth.provider import AccessToken
 from mcp.shared.exceptions import MCPError
+from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION, LATEST_MODERN_VERSION
 
 from orchestrator.core.errors import InvalidInput, NotAuthenticated
 from orchestrator.entrypoints.mcp_json import (
@@ -73,6 +76,15 @@ from orchestrator.toolpath.tool_path import ToolPath
 from telemetry import names
 
 log = logging.getLogger(__name__)
+
+# The MCP revisions this server speaks: those of the pinned SDK (README, "MCP"). `initialize`
+# answers the revision a client asks for when it is one of the handshake's, else the newest.
+HANDSHAKE_REVISION = LATEST_HANDSHAKE_VERSION
+MODERN_REVISION = LATEST_MODERN_VERSION
+PROTOCOL_REVISIONS = (
+    f"MCP {MODERN_REVISION} by server/discover, {HANDSHAKE_REVISION} by initialize "
+    f"(also {', '.join(v for v in reversed(HANDSHAKE_PROTOCOL_VERSIONS) if v != HANDSHAKE_REVISION)})"
+)
 
 # What a client may do unless told otherwise. Never an approval or a reconcile:
 # those are a person's acts, and no tool performs them.
@@ -297,26 +309,24 @@ def http_identity(people: PeopleStore) -> IdentityOf:
     return identity_of
 
 
-def http_app(server: Server[Any], tokens: UserTokens, host: str) -> Any:
-    """Streamable HTTP at ``/mcp`` behind a bearer token: the SDK's own parts, put together."""
+def http_app(server: Server[Any], tokens: UserTokens, host: str, allowed_origins: str | None = None) -> Any:
+    """Streamable HTTP at ``/mcp`` behind a bearer token: the SDK's own parts, put together,
+    serving only the Hosts and Origins `mcp_origins` allows for `host` (on every bind)."""
     from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
-    from mcp.server.transport_security import TransportSecuritySettings
     from starlette.applications import Starlette
     from starlette.middleware import Middleware
     from starlette.middleware.authentication import AuthenticationMiddleware
     from starlette.routing import Route
 
-    security = None
-    if host in ("127.0.0.1", "localhost", "::1"):  # DNS rebinding protection, as the SDK sets it
-        security = TransportSecuritySettings(
-            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-        )
+    from orchestrator.entrypoints.mcp_origins import HostAndOrigin, transport_security
+
+    security = transport_security(host, allowed_origins)
     manager = StreamableHTTPSessionManager(app=server, security_settings=security)
     endpoint = MarkDuplicates(StreamableHTTPASGIApp(manager))
     return Starlette(
         routes=[Route("/mcp", endpoint=RequireAuthMiddleware(endpoint, []))],
         middleware=[
+            Middleware(HostAndOrigin, settings=security),
             Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(tokens)),
             Middleware(AuthContextMiddleware),
         ],
@@ -347,7 +357,13 @@ def run_mcp(*, transport: str, host: str, port: int, actor: str | None, capabili
         principal = resolve(app.people, token=token, claimed=actor, default="mcp-client")
         identity = identity_of_principal(principal, caps)
         mode = "closed" if principal.verified else "open"
-        log.info("MCP over stdio as %s (%s mode) with %s", identity.actor, mode, ", ".join(sorted(caps)))
+        log.info(
+            "MCP over stdio as %s (%s mode) with %s, %s",
+            identity.actor,
+            mode,
+            ", ".join(sorted(caps)),
+            PROTOCOL_REVISIONS,
+        )
         who = stdio_identity(app.people, token=token, actor=actor, capabilities=caps)
         anyio.run(_serve_stdio, build_server(app.harness, who))
         return
@@ -360,9 +376,28 @@ def run_mcp(*, transport: str, host: str, port: int, actor: str | None, capabili
         log.warning("--capabilities is for stdio; over HTTP each user's roles decide")
     import uvicorn
 
-    log.info("MCP over streamable HTTP on http://%s:%d/mcp (closed mode)", host, port)
+    from orchestrator.entrypoints.http import is_loopback
+    from orchestrator.entrypoints.mcp_origins import transport_security
+
+    log.info("MCP over streamable HTTP on http://%s:%d/mcp (closed mode), %s", host, port, PROTOCOL_REVISIONS)
+    served = transport_security(host, settings.mcp_allowed_origins)
+    log.info(
+        "serving Host %s; Origin none, %s", ", ".join(served.allowed_hosts), ", ".join(served.allowed_origins)
+    )
+    if not is_loopback(host) and not settings.mcp_allowed_origins:
+        log.warning(
+            "bound to %s without PRESSROOM_MCP_ALLOWED_ORIGINS: a request is served only when its Host is "
+            "one of %s; any other gets 421",
+            host,
+            ", ".join(served.allowed_hosts),
+        )
     uvicorn.run(
-        http_app(build_server(app.harness, http_identity(app.people)), UserTokens(app.people), host),
+        http_app(
+            build_server(app.harness, http_identity(app.people)),
+            UserTokens(app.people),
+            host,
+            settings.mcp_allowed_origins,
+        ),
         host=host,
         port=port,
         log_config=None,
@@ -382,6 +417,9 @@ async def _serve_stdio(server: Server[Any]) -> None:
 
 __all__ = [
     "DEFAULT_CAPABILITIES",
+    "HANDSHAKE_REVISION",
+    "MODERN_REVISION",
+    "PROTOCOL_REVISIONS",
     "Identity",
     "UserTokens",
     "build_server",

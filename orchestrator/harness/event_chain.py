@@ -14,6 +14,14 @@ lacks the key cannot re-link an edited, removed or moved event.
 Events written before keyed links existed keep plain SHA-256 links
 (`event_hash`); which ones those are is the signed cutover (`cutover_mac`), so a
 forger cannot pass a rewritten event off as an old one.
+
+Every event carries the schema version it was written with (`schema_version`).
+Version 1 is every event written before migration 0013 (its column's server
+default): its link covers `HASHED_FIELDS`. Version 2 (`EVENT_SCHEMA`, what is
+written now) has the same columns and details, and its link covers
+`schema_version` too, so rewriting the version of any event breaks its link:
+a version-2 event read as 1 loses a hashed field, a version-1 event read as 2
+gains one.
 """
 
 from __future__ import annotations
@@ -27,7 +35,8 @@ from typing import Any
 from orchestrator.harness.checkpoints import GENESIS
 from orchestrator.harness.digests import canonical_json, sha256_hex
 
-# The stored fields an event's hash covers (everything but `seq` and the two hashes).
+# The stored fields a version-1 event's hash covers (all its columns but `seq` and the two
+# hashes); migration 0003 chained the events before it with these.
 HASHED_FIELDS: tuple[str, ...] = (
     "event_id",
     "parent_event_id",
@@ -46,6 +55,13 @@ HASHED_FIELDS: tuple[str, ...] = (
     "sent_at",
     "acked_at",
 )
+# The schema version of every event written before the column existed (its server default).
+LEGACY_SCHEMA = 1
+# The schema version events are written with now: its link covers `schema_version` as well.
+EVENT_SCHEMA = 2
+KNOWN_SCHEMAS: tuple[int, ...] = (LEGACY_SCHEMA, EVENT_SCHEMA)
+# The stored fields some version's link covers: what a verifier reads of each event.
+CHAIN_FIELDS: tuple[str, ...] = (*HASHED_FIELDS, "schema_version")
 _TIMES = frozenset({"created_at", "proposed_at", "authorized_at", "sent_at", "acked_at"})
 
 
@@ -60,9 +76,29 @@ def _time(value: Any) -> str | None:
     return stamp
 
 
+def schema_of(fields: Mapping[str, Any]) -> int:
+    """The schema version `fields` were written with (absent or null: `LEGACY_SCHEMA`).
+    ValueError for a version this release does not know."""
+    version = fields.get("schema_version")
+    if version is None:
+        return LEGACY_SCHEMA
+    if type(version) is not int or version not in KNOWN_SCHEMAS:
+        known = ", ".join(str(v) for v in KNOWN_SCHEMAS)
+        raise ValueError(f"schema version {version!r} is not one this release knows ({known})")
+    return version
+
+
+def hashed_fields(version: int) -> tuple[str, ...]:
+    """The fields an event of schema `version` has its link cover."""
+    return HASHED_FIELDS if version == LEGACY_SCHEMA else CHAIN_FIELDS
+
+
 def canonical_event(fields: Mapping[str, Any]) -> bytes:
-    """The bytes an event's hash covers: its `HASHED_FIELDS`, canonical JSON."""
-    body = {name: _time(fields.get(name)) if name in _TIMES else fields.get(name) for name in HASHED_FIELDS}
+    """The bytes an event's hash covers: the fields its schema version hashes
+    (`hashed_fields`), canonical JSON. Version 1's bytes are those every earlier
+    release hashed."""
+    names = hashed_fields(schema_of(fields))
+    body = {name: _time(fields.get(name)) if name in _TIMES else fields.get(name) for name in names}
     if body["detail"] is None:
         body["detail"] = {}
     return canonical_json(body)
@@ -126,6 +162,7 @@ def first_broken(
     links: Sequence[tuple[str, str, Mapping[str, Any]]], key: bytes | None = None, plain: int | None = None
 ) -> tuple[int, str] | None:
     """The index of the first broken link in [(prev_hash, hash, fields)] and why, or None.
+    `fields` holds at least `CHAIN_FIELDS` (each event is hashed as its schema version says).
 
     The first `plain` links are plain SHA-256 (legacy), the rest keyed with `key`; without a
     key every link is plain."""
@@ -134,6 +171,10 @@ def first_broken(
     for i, (prev, digest, fields) in enumerate(links):
         if prev != expected_prev:
             return i, "its prev_hash does not name the event before it"
+        try:
+            schema_of(fields)
+        except ValueError as exc:
+            return i, str(exc)
         if i < plain_count or key is None:
             expected = event_hash(prev, fields)
         else:
@@ -145,11 +186,15 @@ def first_broken(
 
 
 __all__ = [
+    "CHAIN_FIELDS",
     "CHAIN_LABEL",
     "CHECKPOINT_LABEL",
     "CUTOVER_LABEL",
+    "EVENT_SCHEMA",
     "GENESIS",
     "HASHED_FIELDS",
+    "KNOWN_SCHEMAS",
+    "LEGACY_SCHEMA",
     "canonical_event",
     "chain_key",
     "checkpoint_mac",
@@ -158,7 +203,9 @@ __all__ = [
     "event_hash",
     "first_broken",
     "event_tag",
+    "hashed_fields",
     "keyed_event_hash",
     "keyed_link",
     "link_hash",
+    "schema_of",
 ]

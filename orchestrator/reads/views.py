@@ -43,6 +43,7 @@ def event_dict(row: EventRow) -> dict[str, Any]:
         "authorized_at": iso(row.authorized_at),
         "sent_at": iso(row.sent_at),
         "acked_at": iso(row.acked_at),
+        "schema_version": row.schema_version,
     }
 
 

@@ -9,7 +9,9 @@ key this process holds for the database, `orchestrator.store.chain_keys`). `Chai
 PostgreSQL statement that takes the chain itself (the consumer's `settle`,
 with `message applied`): the server computes that link by the same rule (the
 event's keyed tag is computed here and bound; the key stays in the process), and
-the hash it returns is checked here before the transaction goes on. The head is read once per
+the hash it returns is checked here before the transaction goes on. Every event
+is written with the current schema version (`event_chain.EVENT_SCHEMA`), which
+its link covers. The head is read once per
 transaction under the saga row's lock (on PostgreSQL one call of
 `pressroom_hold_chain`, migration 0006: the row `FOR UPDATE`, then the head
 read with a snapshot taken after the lock; on SQLite every unit of work
@@ -43,7 +45,13 @@ from sqlalchemy import (
 from sqlmodel import Session
 
 from orchestrator.harness.digests import sha256_hex
-from orchestrator.harness.event_chain import GENESIS, canonical_event, event_tag, keyed_event_hash
+from orchestrator.harness.event_chain import (
+    EVENT_SCHEMA,
+    GENESIS,
+    canonical_event,
+    event_tag,
+    keyed_event_hash,
+)
 from orchestrator.harness.ports import EventTimes
 from orchestrator.harness.principals import current_principal
 from orchestrator.store.adapter import adapter_for
@@ -152,6 +160,7 @@ def _values(fields: dict[str, Any]) -> dict[str, Any]:
     """An event's column values, its chain link included."""
     times: EventTimes | None = fields.pop("times", None)
     values: dict[str, Any] = {**fields, **(times.model_dump() if times else {})}
+    values["schema_version"] = EVENT_SCHEMA
     values.setdefault("event_id", new_id())
     values.setdefault("created_at", utcnow())
     for name, value in acting_fields().items():

@@ -15,6 +15,8 @@ from typing import Any
 from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
+from orchestrator.harness.event_chain import EVENT_SCHEMA, LEGACY_SCHEMA
+
 
 def utcnow() -> datetime:
     """Aware UTC; SQLModel stores it as UTC and gives it back aware."""
@@ -123,6 +125,13 @@ class EventRow(SQLModel, table=True):
     hash: str = Field(description="sha256 over prev_hash and the event's canonical fields")
     principal_id: str | None = Field(default=None, description="the person behind it; null: the system")
     auth_method: str | None = Field(default=None, description="token | session | proxy | open")
+    # A writer that does not know the column (a process of an earlier release, during an
+    # upgrade) leaves it to the server default: version 1, the form it hashes.
+    schema_version: int = Field(
+        default=EVENT_SCHEMA,
+        sa_column_kwargs={"server_default": str(LEGACY_SCHEMA)},
+        description="the event schema it was written with (event_chain.KNOWN_SCHEMAS)",
+    )
 
 
 class ApprovalRow(SQLModel, table=True):

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from sqlmodel import Session, col, select
 
-from orchestrator.harness.event_chain import HASHED_FIELDS, chain_key, event_hash, keyed_event_hash
+from orchestrator.harness.event_chain import CHAIN_FIELDS, chain_key, event_hash, keyed_event_hash
 from orchestrator.store.db import make_engine
 from orchestrator.store.tables import EventRow
 from tests.conftest import Cli
@@ -47,7 +47,7 @@ def relink(cli: Cli, saga_id: str, link: Link, *, edit: tuple[int, str, str] | N
                 if edit is not None and row.seq == edit[0]:
                     setattr(row, edit[1], edit[2])
                 row.prev_hash = prev
-                row.hash = link(prev, {n: getattr(row, n) for n in HASHED_FIELDS})
+                row.hash = link(prev, {n: getattr(row, n) for n in CHAIN_FIELDS})
                 prev = row.hash
                 s.add(row)
                 s.flush()

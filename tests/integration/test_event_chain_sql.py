@@ -15,7 +15,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from orchestrator.harness.event_chain import HASHED_FIELDS, first_broken, keyed_event_hash
+from orchestrator.harness.event_chain import CHAIN_FIELDS, EVENT_SCHEMA, first_broken, keyed_event_hash
 from orchestrator.store.chain_keys import key_of
 from orchestrator.store.db import make_engine, unit_of_work
 from orchestrator.store.events import add_event, insert_event
@@ -61,7 +61,7 @@ def run_all(threads: list[threading.Thread]) -> None:
 
 
 def assert_one_chain(rows: list[EventRow], key: bytes) -> None:
-    links = [(r.prev_hash, r.hash, {n: getattr(r, n) for n in HASHED_FIELDS}) for r in rows]
+    links = [(r.prev_hash, r.hash, {n: getattr(r, n) for n in CHAIN_FIELDS}) for r in rows]
     assert first_broken(links, key) is None
     assert len({r.prev_hash for r in rows}) == len(rows)  # no event has two successors
 
@@ -152,6 +152,7 @@ def test_a_fork_cannot_be_stored(engine: Engine) -> None:
             "status": "x",
             "detail": {},
             "created_at": utcnow(),
+            "schema_version": EVENT_SCHEMA,
         }
         row = EventRow(
             **fields, prev_hash=head.hash, hash=keyed_event_hash(key_of(engine), head.hash, fields)
