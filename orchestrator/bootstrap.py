@@ -81,7 +81,7 @@ def make_broker(settings: Settings) -> Broker:
         return NullBroker()
     from orchestrator.celery_app import make_celery
 
-    return CeleryBroker(make_celery(url), system_for_broker_url(url))
+    return CeleryBroker(make_celery(url, link_timeout=settings.link_timeout), system_for_broker_url(url))
 
 
 def build_app(
@@ -105,7 +105,10 @@ def build_app(
     settings = settings or Settings()
     role_kinds = load_kinds()  # the built-in kinds and those of the `pressroom.role_kinds` entry points
     engine = make_engine(
-        settings.database_url, connect_retry=settings.connect_retry, pool_size=settings.db_pool_size
+        settings.database_url,
+        connect_retry=settings.connect_retry,
+        pool_size=settings.db_pool_size,
+        link_timeout=settings.link_timeout,
     )
 
     def transact() -> AbstractContextManager[UnitOfWork]:

@@ -28,6 +28,7 @@ from celery.signals import (
 from kombu import Exchange, Queue  # type: ignore[attr-defined]
 
 from orchestrator import saga_log
+from orchestrator.core.config import DEFAULT_LINK_TIMEOUT
 from orchestrator.core.routing import PUBLISH, QUEUES
 from orchestrator.pressroom import Pressroom
 from orchestrator.store import dead_letters
@@ -74,7 +75,25 @@ def broker_transport(broker_url: str) -> str | None:
     return REDIS_TRANSPORT if broker_url.split("://", 1)[0].strip().lower() == "redis" else None
 
 
-def make_celery(broker_url: str, *, max_retries: int = BROKER_MAX_RETRIES) -> Celery:
+def broker_options(broker_url: str, link_timeout: float = DEFAULT_LINK_TIMEOUT) -> dict[str, Any]:
+    """kombu's transport options. On Redis, a connection that goes silent (a partition, a
+    failover, a NAT or firewall that dropped it) is given up after `link_timeout` seconds
+    instead of waited on for ever: each command (a send, an ack) has that long to be
+    answered, and a consumer's BRPOP, which no socket timeout covers, is dropped and
+    reconnected once its answer is `link_timeout` overdue (kombu's health check)."""
+    options: dict[str, Any] = {"visibility_timeout": 3600}
+    if broker_url.split("://", 1)[0].strip().lower() in ("redis", "rediss"):
+        options.update(
+            socket_timeout=link_timeout,
+            socket_connect_timeout=link_timeout,
+            health_check_interval=link_timeout,
+        )
+    return options
+
+
+def make_celery(
+    broker_url: str, *, max_retries: int = BROKER_MAX_RETRIES, link_timeout: float = DEFAULT_LINK_TIMEOUT
+) -> Celery:
     celery = Celery("pressroom", broker=broker_url, set_as_current=False)
     celery.conf.update(
         task_acks_late=True,
@@ -105,7 +124,7 @@ def make_celery(broker_url: str, *, max_retries: int = BROKER_MAX_RETRIES) -> Ce
         worker_log_format=saga_log.WORKER_LOG_FORMAT,
         worker_task_log_format=saga_log.WORKER_TASK_LOG_FORMAT,
         worker_send_task_events=False,
-        broker_transport_options={"visibility_timeout": 3600},
+        broker_transport_options=broker_options(broker_url, link_timeout),
     )
     for name, queue in task_queues().items():
         _register(celery, name, queue)
@@ -280,6 +299,7 @@ def _service_name() -> str:
 __all__ = [
     "BROKER_MAX_RETRIES",
     "REDIS_TRANSPORT",
+    "broker_options",
     "broker_transport",
     "make_celery",
     "pressroom_app",

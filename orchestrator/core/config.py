@@ -19,6 +19,7 @@ from orchestrator.core.host_lists import check_webhook_allow, origin_list
 
 DEFAULT_DATABASE_URL = "sqlite:///pressroom.db"
 DEFAULT_BROKER_URL = "inline://"
+DEFAULT_LINK_TIMEOUT = 15.0
 
 
 class Settings(BaseSettings):
@@ -148,6 +149,14 @@ class Settings(BaseSettings):
         description="PostgreSQL connections a process keeps open (5 more may be opened and closed "
         "under load); unset, a threads-pool worker keeps 2 per thread",
     )
+    link_timeout: float = Field(
+        default=DEFAULT_LINK_TIMEOUT,
+        gt=0,
+        le=3600,
+        description="seconds a connection to PostgreSQL or Redis may stay silent before it is given up "
+        "and made again (a partition, a failover, a dropped NAT entry): connecting, a Redis command, "
+        "a consumer's wait; on PostgreSQL also TCP keepalives and TCP_USER_TIMEOUT",
+    )
     broker_max_retries: int = Field(
         default=60,
         ge=1,
@@ -273,4 +282,11 @@ def named_secret(variable: str) -> SecretStr | None:
     return SecretStr(value) if value else None
 
 
-__all__ = ["DEFAULT_BROKER_URL", "DEFAULT_DATABASE_URL", "Settings", "environ_snapshot", "named_secret"]
+__all__ = [
+    "DEFAULT_BROKER_URL",
+    "DEFAULT_DATABASE_URL",
+    "DEFAULT_LINK_TIMEOUT",
+    "Settings",
+    "environ_snapshot",
+    "named_secret",
+]

@@ -33,7 +33,12 @@ def register(cli: click.Group, pass_ctx: Any) -> None:
         from orchestrator.store.db import create_schema, make_engine
 
         settings = Settings()
-        engine = make_engine(settings.database_url, upgrade=False, connect_retry=settings.connect_retry)
+        engine = make_engine(
+            settings.database_url,
+            upgrade=False,
+            connect_retry=settings.connect_retry,
+            link_timeout=settings.link_timeout,
+        )
         done = create_schema(engine)
         assert done is not None
         what = "already at" if done.before == done.after else f"upgraded from {done.before or 'empty'} to"
@@ -48,7 +53,12 @@ def register(cli: click.Group, pass_ctx: Any) -> None:
         from orchestrator.store.db import make_engine
 
         settings = Settings()
-        engine = make_engine(settings.database_url, upgrade=False, connect_retry=settings.connect_retry)
+        engine = make_engine(
+            settings.database_url,
+            upgrade=False,
+            connect_retry=settings.connect_retry,
+            link_timeout=settings.link_timeout,
+        )
         with engine.connect() as conn:
             found = schema.differences(conn)
             revision = schema.current_revision(conn)

@@ -102,7 +102,9 @@ def _run_celery_worker(names: list[str], concurrency: int, pool: str, loglevel: 
     use_app_factory(lambda: build_app(sized))
     if pool != "prefork":
         start_tracing("pressroom-worker-" + "-".join(names), settings)
-    celery = make_celery(settings.broker_url, max_retries=settings.broker_max_retries)
+    celery = make_celery(
+        settings.broker_url, max_retries=settings.broker_max_retries, link_timeout=settings.link_timeout
+    )
     return run_worker(
         celery,
         [

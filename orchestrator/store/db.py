@@ -1,7 +1,8 @@
 """Engines and units of work.
 
 SQLite (the default) runs in WAL mode with a busy timeout so a relay, workers
-and the CLI can share one file; PostgreSQL is used by URL. The schema is
+and the CLI can share one file; PostgreSQL is used by URL, its connections
+given up once silent for `link_timeout` seconds (`pg_link_args`). The schema is
 upgraded to the head migration on first use (`orchestrator.store.schema`),
 under a lock. A `UnitOfWork` is one transaction; callbacks queued with
 `after_commit` run only once it committed (used to hand fresh outbox rows to
@@ -11,6 +12,7 @@ the broker straight away, leaving the relay only what was not sent).
 from __future__ import annotations
 
 import logging
+import math
 import os
 import threading
 import weakref
@@ -20,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import event
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Connection, Engine, make_url
 from sqlmodel import Session, create_engine
 
+from orchestrator.core.config import DEFAULT_LINK_TIMEOUT
 from orchestrator.store import outage, schema
 from orchestrator.store.adapter import adapter_for
 
@@ -48,7 +51,34 @@ def is_postgres(url: str) -> bool:
 POOL_OVERFLOW = 5
 
 
-def make_engine(url: str, *, upgrade: bool = True, connect_retry: float = 3.0, pool_size: int = 5) -> Engine:
+def pg_link_args(url: str, link_timeout: float) -> dict[str, int]:
+    """libpq's settings for a connection that goes silent (a partition, a failover, a
+    dropped NAT entry), so that no statement waits on it for ever: connecting may take
+    `link_timeout` seconds (libpq's least is 2); an idle connection is probed by TCP
+    keepalives after that long and dropped after three unanswered probes; and data sent
+    that the server has not acknowledged within it (TCP_USER_TIMEOUT) breaks the
+    connection. Parameters the URL sets itself are left to it."""
+    whole = max(2, math.ceil(link_timeout))
+    args = {
+        "connect_timeout": whole,
+        "keepalives": 1,
+        "keepalives_idle": whole,
+        "keepalives_interval": max(1, math.ceil(link_timeout / 3)),
+        "keepalives_count": 3,
+        "tcp_user_timeout": math.ceil(link_timeout * 1000),
+    }
+    given = make_url(url).query
+    return {name: value for name, value in args.items() if name not in given}
+
+
+def make_engine(
+    url: str,
+    *,
+    upgrade: bool = True,
+    connect_retry: float = 3.0,
+    pool_size: int = 5,
+    link_timeout: float = DEFAULT_LINK_TIMEOUT,
+) -> Engine:
     """An engine for `url`, with the schema upgraded on first use (unless `upgrade` is False)."""
     if is_sqlite(url):
         path = url.split("///", 1)[1] if "///" in url else ""
@@ -62,7 +92,13 @@ def make_engine(url: str, *, upgrade: bool = True, connect_retry: float = 3.0, p
     else:
         # No pre-ping (a round trip on every checkout): a connection broken by a
         # server restart fails its one operation, which the lease or the relay retries.
-        engine = create_engine(url, pool_size=pool_size, max_overflow=POOL_OVERFLOW, pool_recycle=300)
+        engine = create_engine(
+            url,
+            pool_size=pool_size,
+            max_overflow=POOL_OVERFLOW,
+            pool_recycle=300,
+            connect_args=pg_link_args(url, link_timeout),
+        )
         outage.retry_connect(engine, connect_retry)
     if upgrade:
         create_schema(engine)
@@ -202,6 +238,7 @@ __all__ = [
     "is_postgres",
     "is_sqlite",
     "make_engine",
+    "pg_link_args",
     "relaxed_commit",
     "unit_of_work",
     "writer",
