@@ -4,7 +4,8 @@ It chooses the adapters (database, broker, destinations), registers every
 tool in one registry, wraps them in the one harness, wires the role
 handler (for every registered role kind's task) and the publisher's into the
 consumer, and builds each use case with only what it uses, all on one
-`Clock`. It returns a `Pressroom` (`orchestrator.pressroom`). Tests pass
+`Clock`: by default the database's (`orchestrator.store.db_clock`), which it also installs
+as this process's `DATABASE_TIME`. It returns a `Pressroom` (`orchestrator.pressroom`). Tests pass
 overrides here instead of patching modules.
 """
 
@@ -19,7 +20,7 @@ from pydantic import BaseModel, ConfigDict
 from sqlmodel import Session
 
 from orchestrator.comments import Comments
-from orchestrator.core.clock import SYSTEM_CLOCK, Clock
+from orchestrator.core.clock import DATABASE_TIME, Clock
 from orchestrator.core.config import Settings
 from orchestrator.core.routing import PUBLISH
 from orchestrator.harness.registry import Registry
@@ -31,6 +32,7 @@ from orchestrator.saga_tools import saga_tools
 from orchestrator.services import Reviews
 from orchestrator.store.chain_keys import use_chain_key
 from orchestrator.store.db import UnitOfWork, make_engine, unit_of_work
+from orchestrator.store.db_clock import database_clock
 from orchestrator.store.harness_store import SqlHarnessStore
 from orchestrator.store.people import SqlPeopleStore
 from orchestrator.store.tables import WorkRow
@@ -92,12 +94,13 @@ def build_app(
     extra_tools: list[ToolSpec] | None = None,
     memory_destinations: bool = False,
     indexes: CorpusIndexes | None = None,
-    clock: Clock = SYSTEM_CLOCK,
+    clock: Clock | None = None,
     instrument: Callable[[Harness], Harness] | None = None,
 ) -> Pressroom:
     """The application for `settings`. `instrument` wraps the one tool path every handler,
     use case and entry point is given (the evaluation records each call with it). `clock`
-    is the one clock: the use cases, the runner and the tool path all read it."""
+    is the one clock: the use cases, the runner, the tool path, the leases and the relay's
+    sweeps all read it; by default the database's (`database_clock`)."""
     from roles.handlers import RolePorts, handle_role
     from roles.kind_plugins import load_kinds
     from roles.tools import role_tools
@@ -110,6 +113,9 @@ def build_app(
         pool_size=settings.db_pool_size,
         link_timeout=settings.link_timeout,
     )
+    # Times one process writes and another compares are read on the database's clock.
+    DATABASE_TIME.use(database_clock(engine))
+    clock = clock or DATABASE_TIME.clock
 
     def transact() -> AbstractContextManager[UnitOfWork]:
         return unit_of_work(engine)
@@ -135,7 +141,7 @@ def build_app(
             settings=settings,
         )
     )
-    indexes = indexes or CorpusIndexes(settings.index_folder())
+    indexes = indexes or CorpusIndexes(settings.index_folder(), clock=clock)
     people = SqlPeopleStore(engine)
     broker = broker or make_broker(settings)
     outbox = Outbox(engine, broker)
@@ -177,7 +183,9 @@ def build_app(
         store=store,
         signing_key=key,
         clock=clock,
-        renew=lambda work_id, holder: renew_lease(engine, work_id, holder, settings.lease_seconds),
+        renew=lambda work_id, holder: renew_lease(
+            engine, work_id, holder, settings.lease_seconds, now=clock.now()
+        ),
         limits=DestinationLimits(settings.destination_concurrency),
         pause=time.sleep,
         # A publish call pins a database connection: as many call threads as half the pool
@@ -291,6 +299,7 @@ def sweep_leases(app: Pressroom) -> int:
         max_attempts=app.settings.max_attempts,
         resend=resend,
         exhausted=exhausted,
+        now=app.clock.now(),
     )
 
 

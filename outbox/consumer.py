@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
-from orchestrator.core.clock import SYSTEM_CLOCK, Clock
+from orchestrator.core.clock import DATABASE_TIME, Clock
 from orchestrator.core.errors import InvalidInput, NotFound, Parked, Refused, RetryLater
 from orchestrator.harness.principals import acting
 from orchestrator.store import dead_letters
@@ -54,7 +54,7 @@ class Consumer:
     on_parked: OnParked
     lease_seconds: float
     # Leases are taken and work is settled by this clock (the composition root's one clock).
-    clock: Clock = SYSTEM_CLOCK
+    clock: Clock = DATABASE_TIME
     # PRESSROOM_MODEL: every writer's planner calls a model.
     model: str | None = None
     relay: Relay | None = None

@@ -17,7 +17,7 @@ from sqlalchemy import Table, bindparam, inspect, select
 from sqlalchemy.orm.util import identity_key
 from sqlmodel import Session
 
-from orchestrator.core.clock import SYSTEM_CLOCK, Clock
+from orchestrator.core.clock import DATABASE_TIME, Clock
 from orchestrator.core.routing import queue_of
 from orchestrator.store.db import UnitOfWork
 from orchestrator.store.tables import SagaRow
@@ -31,7 +31,7 @@ from telemetry.saga_trace import in_saga_trace
 class Dispatcher:
     """Queues work through `outbox`; each work row's lease is `lease_seconds` long, from `clock`."""
 
-    def __init__(self, outbox: Outbox, *, lease_seconds: float, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(self, outbox: Outbox, *, lease_seconds: float, clock: Clock = DATABASE_TIME) -> None:
         self.outbox = outbox
         self.lease_seconds = lease_seconds
         self.clock = clock

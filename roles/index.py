@@ -36,6 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final, Protocol
 
+from orchestrator.core.clock import SYSTEM_CLOCK, Clock
 from orchestrator.core.errors import InvalidInput
 from roles import index_file as store
 from roles.artifacts import Evidence, Passage, SkippedFile, SourceFile
@@ -92,19 +93,29 @@ class Refresh:
 
 
 class CorpusIndexes:
-    """The index folder: one `CorpusIndex` per corpus folder, all with the same reader."""
+    """The index folder: one `CorpusIndex` per corpus folder, all with the same reader, dating
+    their refreshes by `clock` (the application's, the database's time: a saga's submit time
+    is compared with them)."""
 
-    def __init__(self, folder: Path, *, reader: Reader = read_from_disk, max_files: int = MAX_FILES) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        *,
+        reader: Reader = read_from_disk,
+        max_files: int = MAX_FILES,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
         self.folder = Path(folder)
         self.reader = reader
         self.max_files = max_files
+        self.clock = clock
         self.connections = store.Connections()
 
     def for_corpus(self, root: Path | str) -> CorpusIndex:
         base = existing_root(Path(root))
         name = hashlib.sha256(str(base).encode("utf-8")).hexdigest()[:32]
         return CorpusIndex(
-            base, self.folder / f"{name}.sqlite", self.reader, self.max_files, self.connections
+            base, self.folder / f"{name}.sqlite", self.reader, self.max_files, self.connections, self.clock
         )
 
 
@@ -118,12 +129,14 @@ class CorpusIndex:
         reader: Reader,
         max_files: int,
         connections: store.Connections | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.base = base
         self.file = file
         self.reader = reader
         self.max_files = max_files
         self.connections = connections or store.Connections()
+        self.clock = clock
 
     @contextmanager
     def _db(self) -> Iterator[sqlite3.Connection]:
@@ -137,7 +150,7 @@ class CorpusIndex:
 
     def refresh(self) -> Refresh:
         """Bring the index up to date with the folder; see the module docstring."""
-        started = datetime.now(UTC)
+        started = self.clock.now()
         found = _walk(self.base)
         limited: SkippedFile | None = None
         if len(found) > self.max_files:

@@ -319,6 +319,7 @@ def create_app(
         session_ttl=app.settings.session_ttl,
         proxy_header=app.settings.trusted_proxy_header,
         trusted_proxies=app.settings.trusted_proxies,
+        clock=app.clock,
     )
     web = WebPages(app, auth)
     return Starlette(

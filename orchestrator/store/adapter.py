@@ -12,6 +12,7 @@ once per adapter (`built`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
 from sqlalchemy import Column, Table
@@ -34,6 +35,9 @@ class StorageAdapter(Protocol):
     fold_lease_in_final_tx: bool
     # A refused connection is retried for a while (a server restart).
     retries_connect: bool
+    # The database keeps time on a server every process asks (`server_now`); otherwise it
+    # lives on this host, and this host's clock is the database's.
+    server_clock: bool
 
     def insert(self, table: Table) -> Any:
         """The database's own INSERT of `table` (with its `on_conflict_…` clauses)."""
@@ -66,6 +70,15 @@ class StorageAdapter(Protocol):
 
     def snapshot_reads(self, engine: Engine) -> Engine:
         """`engine` reading in one snapshot for a whole transaction."""
+        ...
+
+    def clock_engine(self, engine: Engine) -> Engine:
+        """An engine of `engine`'s database for asking its time: no pool (it never waits
+        for a busy pool), a short connect timeout."""
+        ...
+
+    def server_now(self, conn: Connection) -> datetime:
+        """The database's time now (not its transaction's start), aware UTC."""
         ...
 
 

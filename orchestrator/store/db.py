@@ -28,6 +28,7 @@ from sqlmodel import Session, create_engine
 from orchestrator.core.config import DEFAULT_LINK_TIMEOUT
 from orchestrator.store import outage, schema
 from orchestrator.store.adapter import adapter_for
+from orchestrator.store.db_clock import forget_database_clocks
 
 # Opens a read session (`bootstrap` hands the use cases one over its engine).
 Sessions = Callable[[], Session]
@@ -130,10 +131,12 @@ _engines: list[Engine] = []
 
 
 def dispose_all() -> None:
-    """Close every pooled connection this process opened (tests drop databases)."""
+    """Close every pooled connection this process opened, and forget the clocks of its
+    databases (tests drop databases)."""
     for engine in _engines:
         engine.dispose()
     _engines.clear()
+    forget_database_clocks()
 
 
 def _after_fork_in_child() -> None:

@@ -18,7 +18,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
-from orchestrator.core.clock import SYSTEM_CLOCK, Clock
+from orchestrator.core.clock import DATABASE_TIME, Clock
 from orchestrator.core.errors import IdempotencyConflict
 from orchestrator.harness.approvals import ApprovalView
 from orchestrator.harness.budget import Charge
@@ -35,7 +35,7 @@ from orchestrator.store.tables import new_id
 
 
 class SqlHarnessStore:
-    def __init__(self, engine: Engine, *, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(self, engine: Engine, *, clock: Clock = DATABASE_TIME) -> None:
         self.engine = engine
         self.clock = clock
 

@@ -8,11 +8,13 @@ and a transaction's writes may go as one statement (writable CTEs).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from sqlalchemy import Column, Table, text
+from sqlalchemy import Column, Table, create_engine, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.pool import NullPool
 from sqlmodel import Session
 
 if TYPE_CHECKING:
@@ -22,6 +24,8 @@ T = TypeVar("T")
 _SCHEMA_LOCK = text("SELECT pg_advisory_xact_lock(:k)")
 _RELAXED = "SET LOCAL synchronous_commit = off"
 _LOCK_USERS = text("LOCK TABLE users IN SHARE ROW EXCLUSIVE MODE")
+_CLOCK = text("SELECT clock_timestamp()")
+CLOCK_CONNECT_TIMEOUT = 3  # seconds (libpq's connect_timeout)
 
 
 class PostgresAdapter:
@@ -30,6 +34,7 @@ class PostgresAdapter:
     skips_locked = True
     fold_lease_in_final_tx = True
     retries_connect = True
+    server_clock = True
 
     def __init__(self) -> None:
         self._built: dict[Callable[..., Any], Any] = {}
@@ -63,6 +68,15 @@ class PostgresAdapter:
 
     def snapshot_reads(self, engine: Engine) -> Engine:
         return engine.execution_options(isolation_level="REPEATABLE READ")
+
+    def clock_engine(self, engine: Engine) -> Engine:
+        return create_engine(
+            engine.url, poolclass=NullPool, connect_args={"connect_timeout": CLOCK_CONNECT_TIMEOUT}
+        )
+
+    def server_now(self, conn: Connection) -> datetime:
+        found: datetime = conn.execute(_CLOCK).scalar_one()
+        return found.astimezone(UTC)
 
 
 __all__ = ["PostgresAdapter"]

@@ -8,6 +8,7 @@ transaction's statements run one after another.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Column, Table
@@ -27,6 +28,7 @@ class SqliteAdapter:
     skips_locked = False
     fold_lease_in_final_tx = False
     retries_connect = False
+    server_clock = False  # the file is on this host: its clock is the database's
 
     def __init__(self) -> None:
         self._built: dict[Callable[..., Any], Any] = {}
@@ -60,6 +62,12 @@ class SqliteAdapter:
 
     def snapshot_reads(self, engine: Engine) -> Engine:
         return engine  # SQLite's BEGIN reads one snapshot
+
+    def clock_engine(self, engine: Engine) -> Engine:
+        return engine
+
+    def server_now(self, conn: Connection) -> datetime:
+        return datetime.now(UTC)
 
 
 __all__ = ["SqliteAdapter"]

@@ -9,18 +9,20 @@ are append-only and hash-chained per saga (`orchestrator.store.events`).
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
+from orchestrator.core.clock import DATABASE_TIME
 from orchestrator.harness.event_chain import EVENT_SCHEMA, LEGACY_SCHEMA
 
 
 def utcnow() -> datetime:
-    """Aware UTC; SQLModel stores it as UTC and gives it back aware."""
-    return datetime.now(UTC)
+    """The database's time as this process reads it (`orchestrator.core.clock.DATABASE_TIME`),
+    aware UTC; SQLModel stores it as UTC and gives it back aware."""
+    return DATABASE_TIME.now()
 
 
 def new_id() -> str:

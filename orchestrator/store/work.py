@@ -15,6 +15,9 @@ leaves the row as it was before the delivery: the sweeper resends it once
 its lease runs out, like a delivery the broker lost, and neither counts
 towards the attempts cap (a backlog longer than the lease must not fail a
 saga that was never worked on).
+
+Every lease is dated, and judged, on the caller's clock (`now`), by default the database's
+time as this process reads it (`utcnow`): never one host's wall clock against another's.
 """
 
 from __future__ import annotations
@@ -103,7 +106,7 @@ def claim_lease(
     """In the caller's transaction: take the lease of unfinished work whose
     lease is free or ran out; the attempt number, or None when it is held, done,
     or (PostgreSQL) locked by a consumer working inside its claiming transaction.
-    `now`: the caller's clock (default the store's UTC clock)."""
+    `now`: the caller's clock (default the database's time, `utcnow`)."""
     now = now or utcnow()
     conn = session.connection()
     statement = _CLAIM_LEASE_SKIP_LOCKED if adapter_for(conn).skips_locked else _CLAIM_LEASE
@@ -120,12 +123,15 @@ def take_lease(engine: Engine, work_id: str, holder: str, lease: float) -> int |
         return claim_lease(uow.session, work_id, holder, lease)
 
 
-def renew_lease(engine: Engine, work_id: str, holder: str, lease: float) -> bool:
-    """Push the lease of work we hold `lease` seconds out; False when it is not ours (any more).
+def renew_lease(
+    engine: Engine, work_id: str, holder: str, lease: float, *, now: datetime | None = None
+) -> bool:
+    """Push the lease of work we hold `lease` seconds out from `now`; False when it is not ours
+    (any more).
 
     Committed relaxed, as the lease's claim is: a renewal a crash loses lets the
     lease run out sooner, and the sweeper sends the work again."""
-    return _change_held(engine, _RENEW, work_id, holder, lease)
+    return _change_held(engine, _RENEW, work_id, holder, lease, now)
 
 
 def give_back(
@@ -174,10 +180,16 @@ Exhausted = Callable[[Any, WorkRow], None]
 
 
 def sweep_expired(
-    engine: Engine, *, lease: float, max_attempts: int, resend: Resend, exhausted: Exhausted
+    engine: Engine,
+    *,
+    lease: float,
+    max_attempts: int,
+    resend: Resend,
+    exhausted: Exhausted,
+    now: datetime | None = None,
 ) -> int:
-    """Re-send (or give up on) work whose lease ran out; the count handled."""
-    now = utcnow()
+    """Re-send (or give up on) work whose lease ran out by `now`; the count handled."""
+    now = now or utcnow()
     handled = 0
     with unit_of_work(engine) as uow:
         query = (

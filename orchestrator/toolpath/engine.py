@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from contextlib import nullcontext
 
-from orchestrator.core.clock import SYSTEM_CLOCK, Clock
+from orchestrator.core.clock import DATABASE_TIME, Clock
 from orchestrator.harness.parse import DEFAULT_LIMITS, ParseLimits
 from orchestrator.harness.ports import EventTimes, HarnessStore
 from orchestrator.harness.principals import acting
@@ -32,7 +32,7 @@ class Harness:
         *,
         signing_key: bytes,
         limits: ParseLimits = DEFAULT_LIMITS,
-        clock: Clock = SYSTEM_CLOCK,
+        clock: Clock = DATABASE_TIME,
         claim_clock: Clock | None = None,
         claim_seconds: float = 30.0,
         saga_budget: int = 0,

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable
 from datetime import datetime
 
-from orchestrator.core.clock import SYSTEM_CLOCK
+from orchestrator.core.clock import DATABASE_TIME
 from orchestrator.core.errors import (
     ApprovalRefused,
     ApproverLapsed,
@@ -43,7 +43,7 @@ class Ledger:
         *,
         claim_seconds: float,
         saga_budget: int = 0,
-        clock: Callable[[], datetime] = SYSTEM_CLOCK.now,
+        clock: Callable[[], datetime] = DATABASE_TIME.now,
     ) -> None:
         self.next = next
         self.store = store

@@ -9,13 +9,13 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from orchestrator.bootstrap import build_app
-from orchestrator.core.clock import SYSTEM_CLOCK, Clock
+from orchestrator.core.clock import Clock
 from orchestrator.core.config import Settings
 from orchestrator.pressroom import Pressroom
 from tests.support.processes import wait_until
 
 
-def make_app(db_url: str, tmp_path: Path, *, clock: Clock = SYSTEM_CLOCK, **settings: Any) -> Pressroom:
+def make_app(db_url: str, tmp_path: Path, *, clock: Clock | None = None, **settings: Any) -> Pressroom:
     values: dict[str, Any] = {
         "database_url": db_url,
         "broker_url": "inline://",

@@ -10,6 +10,7 @@ PURE = [
     "sagas.reducer",
     "sagas.step_states",
     "orchestrator.core.errors",
+    "orchestrator.core.clock",
     "orchestrator.harness.spec",
     "orchestrator.harness.registry",
     "orchestrator.harness.parse",

@@ -10,7 +10,9 @@
      session id, signed with a key derived from `PRESSROOM_SECRET`
      (itsdangerous, with the session's lifetime as its maximum age), whose
      sha256 is looked up in the people store's `web_sessions` table on every
-     request, so `pressroom users revoke` ends it at once;
+     request, so `pressroom users revoke` ends it at once; the cookie's age and
+     the session's expiry are both read on the database's clock, so every
+     `serve` process judges them alike whatever its host's clock says;
   3. nobody: pages redirect to `/sign-in`, form posts answer 401.
 - Sign-in takes the person's API token (`pressroom users add` / `users
   token` prints it), checks it with the people store and starts a session.
@@ -38,6 +40,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+from orchestrator.core.clock import DATABASE_TIME, Clock
 from orchestrator.core.errors import NotAuthenticated
 from orchestrator.entrypoints.web import rules as web_rules
 from orchestrator.entrypoints.web.pages import Viewer
@@ -66,8 +69,20 @@ class Visitor:
         return self.principal is not None
 
 
+class ClockedSigner(TimestampSigner):
+    """A timestamped signer whose stamps, and the ages it judges, are read on `clock`."""
+
+    def __init__(self, key: bytes, *, salt: str, clock: Clock) -> None:
+        super().__init__(key, salt=salt)
+        self.clock = clock
+
+    def get_timestamp(self) -> int:
+        return int(self.clock.now().timestamp())
+
+
 class WebAuth:
-    """Resolves visitors, starts and ends sessions, and checks form posts."""
+    """Resolves visitors, starts and ends sessions, and checks form posts; a cookie's age is
+    read on `clock` (the application's: the database's time)."""
 
     def __init__(
         self,
@@ -78,6 +93,7 @@ class WebAuth:
         session_ttl: float,
         proxy_header: str | None = None,
         trusted_proxies: str | None = None,
+        clock: Clock = DATABASE_TIME,
     ) -> None:
         self.people = people
         self.form_token = form_token
@@ -86,7 +102,7 @@ class WebAuth:
         self.proxies = web_rules.parse_proxies(trusted_proxies)
         self._csrf_key = web_rules.csrf_key(signing_key)
         cookie_key = hmac.new(signing_key, b"pressroom web session cookie v1", "sha256").digest()
-        self._signer = TimestampSigner(cookie_key, salt="pressroom.web-session")
+        self._signer = ClockedSigner(cookie_key, salt="pressroom.web-session", clock=clock)
 
     # -- who is this? ------------------------------------------------------------
     def visitor(self, request: Request) -> Visitor:

@@ -16,8 +16,6 @@ It shows, read when the page is opened:
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
@@ -51,7 +49,7 @@ class OpsPage:
         if visitor.mode == "closed" and (principal is None or Role.OPERATOR not in principal.roles):
             who = principal.display if principal else "nobody"
             raise NotPermitted(f"{who} may not see the ops page: it needs the role operator")
-        now = datetime.now(UTC)
+        now = self.app.clock.now()  # the database's: leases and waits were dated on it
         view = await run_in_threadpool(ops_view.read_ops, self.app.engine, now)
         broker = await run_in_threadpool(ops_broker.read_broker, self.app.broker)
         body = pages.render(
