@@ -56,9 +56,15 @@ eval: $(STAMP)
 	$(BIN)/pressroom eval
 
 # The chaos suite (not part of `make test`): its own PostgreSQL and Redis, a nemesis, a checker.
+# UPGRADE_FROM=REF: instead, a rolling upgrade from REF's release to this tree under load
+# (chaos/upgrade.py; docs/deploy.md, "Rolling upgrades"). SOAK=1 passes --soak-minutes
+# SOAK_MINUTES (default 60): a soak sampled by chaos/soak.py.
 CHAOS_ARGS ?=
+UPGRADE_FROM ?=
+SOAK ?=
+SOAK_MINUTES ?= 60
 chaos: $(STAMP)
-	$(BIN)/python -m chaos $(CHAOS_ARGS)
+	$(BIN)/python -m chaos $(if $(UPGRADE_FROM),upgrade --from $(UPGRADE_FROM),$(if $(SOAK),--soak-minutes $(SOAK_MINUTES))) $(CHAOS_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info

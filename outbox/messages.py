@@ -15,9 +15,15 @@ class ArtifactRef(BaseModel):
 
 
 class Handoff(BaseModel):
-    """The body of every role message."""
+    """The body of every role message.
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    Fields it does not know are ignored: during a rolling upgrade a worker of the
+    earlier release takes messages the later one sent, and a field added later
+    must mean, when ignored, what the earlier release does (docs/deploy.md,
+    "Rolling upgrades"). A known field of the wrong type is still refused.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
 
     saga_id: str
     work_id: str

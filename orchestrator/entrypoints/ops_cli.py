@@ -42,7 +42,12 @@ def register(cli: click.Group, pass_ctx: Any) -> None:
         done = create_schema(engine)
         assert done is not None
         what = "already at" if done.before == done.after else f"upgraded from {done.before or 'empty'} to"
-        _emit(done.as_dict(), as_json, f"{what} {done.after}")
+        line = (
+            f"at {done.after}, a later release's revision: left as it is"
+            if done.ahead
+            else f"{what} {done.after}"
+        )
+        _emit(done.as_dict(), as_json, line)
 
     @db.command()
     @click.option("--json", "as_json", is_flag=True)

@@ -8,10 +8,16 @@ the database is at the head revision and matches the SQLModel tables.
 A database made by a release before migrations (tables from `create_all`, no
 `alembic_version`) is stamped with the baseline revision, which is exactly
 that schema, and then upgraded.
+
+A database at a revision these files do not ship was upgraded by a later
+release: during a rolling upgrade this release's processes still start, and
+run, on it. Migrations are additive (docs/deploy.md, "Rolling upgrades"), so
+it is left as it is, with a warning; `db check` still reports it.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -37,6 +43,7 @@ import orchestrator.store.tables  # noqa: F401
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 BASELINE = "0001"
+log = logging.getLogger(__name__)
 
 
 def target_metadata() -> MetaData:
@@ -78,14 +85,30 @@ def current_revision(conn: Connection) -> str | None:
     return str(rows[0][0]) if rows else None
 
 
+def shipped(revision: str) -> bool:
+    """Whether `revision` is one of the migrations this release ships."""
+    from alembic.script import ScriptDirectory
+
+    script = ScriptDirectory.from_config(alembic_config())
+    return any(rev.revision == revision for rev in script.walk_revisions())
+
+
 @dataclass(frozen=True)
 class Upgrade:
     before: str | None
     after: str
     stamped_baseline: bool
+    ahead: bool = False  # at a later release's revision: left as it is
 
     def as_dict(self) -> dict[str, Any]:
-        return {"from": self.before, "to": self.after, "stamped_baseline": self.stamped_baseline}
+        out: dict[str, Any] = {
+            "from": self.before,
+            "to": self.after,
+            "stamped_baseline": self.stamped_baseline,
+        }
+        if self.ahead:
+            out["ahead"] = True
+        return out
 
 
 def upgrade(conn: Connection) -> Upgrade:
@@ -94,6 +117,13 @@ def upgrade(conn: Connection) -> Upgrade:
     head = head_revision()
     if before == head:
         return Upgrade(before, head, False)
+    if before is not None and not shipped(before):
+        log.warning(
+            "the database is at revision %s, a later release's (this one ships up to %s): left as it is",
+            before,
+            head,
+        )
+        return Upgrade(before, before, False, ahead=True)
     from alembic import command
 
     cfg = alembic_config(conn)
@@ -110,6 +140,8 @@ def differences(conn: Connection) -> list[str]:
     """What stands between the database and the models; empty when they agree."""
     found = current_revision(conn)
     head = head_revision()
+    if found is not None and found != head and not shipped(found):
+        return [f"the database is at revision {found}, a later release's; this release ships up to {head}"]
     if found != head:
         return [
             f"the database is at revision {found or 'none'}, the head is {head}: run pressroom db upgrade"
@@ -143,6 +175,7 @@ __all__ = [
     "current_revision",
     "differences",
     "head_revision",
+    "shipped",
     "target_metadata",
     "upgrade",
 ]

@@ -57,10 +57,10 @@ def test_poison_messages_become_dead_letters(procs: Processes, corpus: Path, tmp
     )
     celery.send_task(
         "pressroom.researcher.research",
-        args=[{"saga_id": sid, "work_id": "w", "oops": 1}],
-        kwargs={"message_id": "poison-extra"},
+        args=[{"saga_id": sid, "work_id": "w", "round": "oops"}],
+        kwargs={"message_id": "poison-type"},
         queue="researcher",
-        task_id="poison-extra",
+        task_id="poison-type",
     )
     celery.send_task(
         "pressroom.researcher.nonsense", args=[{"saga_id": sid}], queue="researcher", task_id="poison-unknown"
@@ -75,8 +75,10 @@ def test_poison_messages_become_dead_letters(procs: Processes, corpus: Path, tmp
     by_message = {d["message_id"]: d for d in found}
     text = by_message["poison-text"]
     assert text["body"]["args"] == ["not a handoff"] and "malformed message" in text["reason"]
-    extra = by_message["poison-extra"]
-    assert extra["saga_id"] == sid and extra["body"]["oops"] == 1 and "oops" in extra["reason"]
+    mistyped = by_message["poison-type"]
+    assert (
+        mistyped["saga_id"] == sid and mistyped["body"]["round"] == "oops" and "round" in mistyped["reason"]
+    )
     unknown = by_message["poison-unknown"]
     assert unknown["task"] == "pressroom.researcher.nonsense" and "is registered" in unknown["reason"]
     events = cli_json(env, "history", sid)["events"]
@@ -85,12 +87,12 @@ def test_poison_messages_become_dead_letters(procs: Processes, corpus: Path, tmp
 
     # Requeue: the body goes out again through the outbox (sent at once), the worker
     # sets the copy aside again (its cause is not fixed), and a second requeue is refused.
-    again = cli_json(env, "dead-letters", "requeue", extra["id"], "--as", "olga")
+    again = cli_json(env, "dead-letters", "requeue", mistyped["id"], "--as", "olga")
     assert again["requeued_by"] == "olga" and again["requeued_as"]
     wait_until(lambda: again["requeued_as"] in letter_messages(env), timeout=60, what="the requeued copy")
     assert any(d["message_id"] == again["requeued_as"] for d in letters(env))
     twice = subprocess.run(
-        [PRESSROOM, "dead-letters", "requeue", extra["id"]],
+        [PRESSROOM, "dead-letters", "requeue", mistyped["id"]],
         env=env,
         capture_output=True,
         text=True,
@@ -106,7 +108,7 @@ def test_poison_messages_become_dead_letters(procs: Processes, corpus: Path, tmp
     )
     assert unsendable.returncode == 4 and "no task a worker runs" in unsendable.stderr
     listing = subprocess.run([PRESSROOM, "dead-letters"], env=env, capture_output=True, text=True, timeout=60)
-    assert listing.returncode == 0 and extra["id"] in listing.stdout
+    assert listing.returncode == 0 and mistyped["id"] in listing.stdout
     assert json.loads(
         subprocess.run(
             [PRESSROOM, "dead-letters", "--json"], env=env, capture_output=True, text=True, timeout=60
