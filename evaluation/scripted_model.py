@@ -4,7 +4,8 @@ benchmarks (support code, not product).
 `POST /v1/chat/completions` answers as the behaviour named by `script` decides
 (`evaluation.model_scripts.SCRIPTS`), after sleeping `latency` seconds; `GET
 /v1/models` lists the one model; `GET /stats` gives the counters as JSON (with
-`?bodies=1`, the request bodies too) and `POST /stats/reset` clears them.
+`?bodies=1`, the request bodies too; requests are counted by role and by their
+`Idempotency-Key` header) and `POST /stats/reset` clears them.
 Starlette on uvicorn: a waiting request is an asyncio sleep, not a thread, so
 hundreds can be in flight at once.
 
@@ -69,6 +70,8 @@ class Stats:
 
     requests: int = 0
     by_role: dict[str, int] = field(default_factory=dict)
+    # Requests by their `Idempotency-Key` header (those sent without one are not counted here).
+    by_idempotency_key: dict[str, int] = field(default_factory=dict)
     in_flight: int = 0
     peak_in_flight: int = 0
     answered: int = 0
@@ -87,17 +90,21 @@ class Counters:
         self._bodies: list[Any] = []
         self._attempts: Counter[str] = Counter()  # requests seen per conversation key
 
-    def arrive(self, body: Any, role: str, key: str) -> int:
+    def arrive(self, body: Any, role: str, key: str, idempotency_key: str | None = None) -> int:
         """Count a request in; its conversation's request number (0 for the first)."""
         with self._lock:
             s = self._stats
             self._bodies.append(body)
             attempt = self._attempts[key]
             self._attempts[key] += 1
+            by_key = dict(s.by_idempotency_key)
+            if idempotency_key is not None:
+                by_key[idempotency_key] = by_key.get(idempotency_key, 0) + 1
             self._stats = replace(
                 s,
                 requests=s.requests + 1,
                 by_role={**s.by_role, role: s.by_role.get(role, 0) + 1},
+                by_idempotency_key=by_key,
                 in_flight=s.in_flight + 1,
                 peak_in_flight=max(s.peak_in_flight, s.in_flight + 1),
             )
@@ -159,7 +166,7 @@ def build_app(
             counters.answer(status=400)
             return JSONResponse(failure.body(), status_code=400)
         conv = read_conversation(body)
-        attempt = counters.arrive(body, conv.role, conv.key)
+        attempt = counters.arrive(body, conv.role, conv.key, request.headers.get("idempotency-key"))
         answered = False  # `answer()` counts the request out; otherwise `finally` does
         try:
             if latency > 0:

@@ -6,12 +6,22 @@ changes in one transaction. Work a handler cannot finish yet is deferred
 (its lease brings it back), parked (the `on_parked` wake-up sends it again
 when a destination has a free turn) or set aside as a dead letter.
 `Consumer.drain` delivers queued work in this process (inline://, the demo).
+
+Work that waits on a model never does so inside a transaction: its lease is
+committed before its handler runs and kept alive (`LeaseKeeper`) while the
+handler runs, however long its model takes; its final transaction completes
+the work only while the lease is still this delivery's. In a worker (`waits`)
+such a delivery is handed to `outbox.waits.Waits` and `handle` returns
+`waiting` at once: the message is acknowledged, and the delivery holds no
+thread while its model answers (should the process die, its lease, no longer
+renewed, runs out and the sweeper sends the work again).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from opentelemetry import trace
@@ -20,19 +30,21 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
 from orchestrator.core.clock import DATABASE_TIME, Clock
-from orchestrator.core.errors import InvalidInput, NotFound, Parked, Refused, RetryLater
+from orchestrator.core.errors import InvalidInput, LeaseFirst, NotFound, Parked, Refused, RetryLater
 from orchestrator.harness.principals import acting
 from orchestrator.store import dead_letters
 from orchestrator.store.adapter import adapter_for
 from orchestrator.store.db import UnitOfWork, relaxed_commit
 from orchestrator.store.harness_store import SqlHarnessStore
-from orchestrator.store.work import claim_lease, give_back
+from orchestrator.store.work import claim_lease, give_back, renew_lease
 from outbox.broker import Broker, InlineBroker
 from outbox.dispatch import Dispatcher
-from outbox.handlers import Finalizer, Handler, Transact
+from outbox.handlers import Finalizer, Handler, Transact, holding_work_row
 from outbox.inbox import already_applied, settle
+from outbox.lease_keeper import LeaseKeeper
 from outbox.messages import Envelope, Handoff
 from outbox.relay import Relay
+from outbox.waits import Waits
 from telemetry import names, propagation, spans
 
 log = logging.getLogger(__name__)
@@ -64,6 +76,17 @@ class Consumer:
     # Queues whose work takes its lease inside its final transaction on
     # PostgreSQL (`folds_lease`): short work that never renews its lease.
     short_queues: frozenset[str] = field(default_factory=lambda: frozenset({"writer", "reviewer"}))
+    # A worker's: work that waits on a model runs there, its thread given back while it
+    # waits (None: every delivery runs on its caller's thread, as inline:// needs).
+    waits: Waits | None = None
+    # Renews the leases of work waiting on a model, a third of a lease apart.
+    keeper: LeaseKeeper = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.keeper = LeaseKeeper(self._renew, interval=self.lease_seconds / 3)
+
+    def _renew(self, work_id: str, holder: str) -> bool:
+        return renew_lease(self.engine, work_id, holder, self.lease_seconds)
 
     def handle(self, env: Envelope) -> str:
         """Apply one message at most once; returns what happened (for logs and tests)."""
@@ -82,6 +105,18 @@ class Consumer:
         if env.task not in self.handlers:
             self.dead_letter(env, f"no handler for task {env.task!r}", work_id=handoff.work_id)
             return "dead-letter"
+        if self.waits is not None and self.waits_on_model(env.queue, handoff):
+            self.waits.start(lambda: self._process_logged(env, handoff))
+            return "waiting"
+        return self._process(env, handoff)
+
+    def _process_logged(self, env: Envelope, handoff: Handoff) -> None:
+        try:
+            self._process(env, handoff)
+        except Exception:
+            log.exception("work %s failed; its lease will bring it back", env.message_id)
+
+    def _process(self, env: Envelope, handoff: Handoff) -> str:
         attrs = {names.ATTR_SAGA_ID: handoff.saga_id}
         with propagation.process_span(env.queue, env.message_id, self.broker.system, env.headers, attrs):
             if self.folds_lease(env.queue, handoff):
@@ -102,18 +137,25 @@ class Consumer:
         reviewer. The researcher may index a large corpus first (minutes), and
         its lease is what shows that it is at work; the publisher's destination
         calls may be slow and its runner renews the lease between destinations,
-        on a connection of its own. Both take the lease first. So does work whose
-        planner calls a model (`Handoff.uses_model`, or any writer under `PRESSROOM_MODEL`): a
-        model call never runs inside
-        an open transaction nor while the work row's lock is held.
+        on a connection of its own. Both take the lease first. So does work that
+        waits on a model (`waits_on_model`; under `PRESSROOM_MODEL`, all work): a
+        model call never runs inside an open transaction nor while the work row's
+        lock is held. Should such work come without saying so, its model call
+        raises `LeaseFirst` and the work runs again with its lease taken first.
         """
-        if self.model or (handoff is not None and handoff.uses_model):
+        if self.model or self.waits_on_model(queue, handoff):
             return False
         return queue in self.short_queues and adapter_for(self.engine).fold_lease_in_final_tx
 
-    def _handle_with_lease_first(self, env: Envelope, handoff: Handoff) -> str:
-        """The lease in a relaxed transaction of its own, then the handler, then the
-        inbox row, the completion and the handler's changes in one durable commit."""
+    def waits_on_model(self, queue: str, handoff: Handoff | None) -> bool:
+        """Whether the work's planner calls a model (`Handoff.uses_model`, or a writer's under
+        `PRESSROOM_MODEL`): its lease is kept alive while its handler runs."""
+        return (handoff is not None and handoff.uses_model) or (bool(self.model) and queue == "writer")
+
+    def _handle_with_lease_first(self, env: Envelope, handoff: Handoff, *, keep_alive: bool = False) -> str:
+        """The lease in a relaxed transaction of its own, then the handler (its lease kept
+        alive when it waits on a model, or `keep_alive`), then the inbox row, the completion
+        and the handler's changes in one durable commit."""
         with self.transact() as uow:
             taken = claim_lease(
                 uow.session, handoff.work_id, env.message_id, self.lease_seconds, now=self.clock.now()
@@ -122,8 +164,10 @@ class Consumer:
                 return self._not_taken(uow, env, handoff)
             relaxed_commit(uow.session)
         handler = self.handlers[env.task]
+        kept = keep_alive or self.waits_on_model(env.queue, handoff)
         try:
-            finalize = handler(handoff, env.message_id)
+            with self.keeper.held(handoff.work_id, env.message_id) if kept else nullcontext():
+                finalize = handler(handoff, env.message_id)
         except Parked as exc:
             give_back(self.engine, handoff.work_id, env.message_id, self.lease_seconds, now=self.clock.now())
             return self._parked(env, handoff, exc)
@@ -141,7 +185,9 @@ class Consumer:
 
     def _handle_in_one_transaction(self, env: Envelope, handoff: Handoff) -> str:
         """Lease, handler, inbox row with the completion (`settle`) and the handler's
-        changes in one transaction on one connection, committed once (durably).
+        changes in one transaction on one connection, committed once (durably). A
+        handler about to call a model raises `LeaseFirst`: all of it is rolled back,
+        and the work runs again with its lease taken first.
 
         The lease is the work row's lock while the handler runs: a duplicate copy
         finds it held at once (`claim_lease` skips locked rows) and the sweeper
@@ -159,8 +205,12 @@ class Consumer:
                 )
                 if taken is None:
                     return self._not_taken(uow, env, handoff)
+                finalize: Finalizer | None = None
                 try:
-                    finalize = self.handlers[env.task](handoff, env.message_id)
+                    with holding_work_row():
+                        finalize = self.handlers[env.task](handoff, env.message_id)
+                except LeaseFirst:
+                    uow.session.rollback()  # the claim and the row's lock go before the model is asked
                 except Parked as exc:
                     uow.session.rollback()  # the claim goes: the work is as it was before this delivery
                     return self._parked(env, handoff, exc)
@@ -175,9 +225,11 @@ class Consumer:
                     relaxed_commit(uow.session)
                     uow.session.commit()
                     raise
-                return self._settled(uow, env, handoff, finalize)
+                if finalize is not None:
+                    return self._settled(uow, env, handoff, finalize)
         except IntegrityError:
             return "duplicate"
+        return self._handle_with_lease_first(env, handoff, keep_alive=True)
 
     def _settled(self, uow: UnitOfWork, env: Envelope, handoff: Handoff, finalize: Finalizer) -> str:
         """The end of a message's final transaction: its inbox row with its work's completion

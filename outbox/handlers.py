@@ -4,12 +4,18 @@ A handler does its work (tool calls through the harness, each in its own
 transactions) and returns a `Finalizer`, which the consumer runs inside the
 transaction that records the message as applied and completes its work row.
 Handlers get what they use from the composition root; nothing here knows it.
+
+`holding_work_row()` marks the stretch where a handler runs inside the
+transaction that holds its work row (the consumer's one-transaction path);
+`inside_work_transaction()` lets a step that must not run there (a model
+call) find out, and raise `LeaseFirst` instead.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from contextvars import ContextVar
 from typing import Any, Protocol
 
 from orchestrator.store.db import UnitOfWork
@@ -20,6 +26,24 @@ Finalizer = Callable[[UnitOfWork], None]
 Transact = Callable[[], AbstractContextManager[UnitOfWork]]
 # A handler gets the handoff and the lease holder (the message id).
 Handler = Callable[[Handoff, str], Finalizer]
+
+
+_HOLDING_WORK_ROW: ContextVar[bool] = ContextVar("pressroom_holding_work_row", default=False)
+
+
+@contextmanager
+def holding_work_row() -> Iterator[None]:
+    """The handler run inside this block runs in the transaction that holds its work row."""
+    token = _HOLDING_WORK_ROW.set(True)
+    try:
+        yield
+    finally:
+        _HOLDING_WORK_ROW.reset(token)
+
+
+def inside_work_transaction() -> bool:
+    """Whether this code runs inside a consumer's transaction that holds a work row."""
+    return _HOLDING_WORK_ROW.get()
 
 
 def noop(_uow: UnitOfWork) -> None:
@@ -46,4 +70,12 @@ class Dispatch(Protocol):
     ) -> Any: ...
 
 
-__all__ = ["Dispatch", "Finalizer", "Handler", "Transact", "noop"]
+__all__ = [
+    "Dispatch",
+    "Finalizer",
+    "Handler",
+    "Transact",
+    "holding_work_row",
+    "inside_work_transaction",
+    "noop",
+]

@@ -14,9 +14,15 @@ each `complete(messages, tools)`:
    flight, requests and tokens per minute, a cool-down after a 429) are
    asked for a place: when there is none, `ModelUnavailable` with the
    seconds to wait is raised at once, nothing is recorded nor sent, and the
-   turn gives its thread back (the work's lease brings it back later);
+   turn gives its thread back (the work's lease brings it back later); a
+   turn running as a worker's waiting delivery (`outbox.waits`) holds no
+   thread, and waits for a place instead (up to `LONGEST_QUEUE` seconds);
 4. the intent is committed, then the inner model is asked with no
-   transaction open; `ModelUnavailable` is tried again after a backoff (full
+   transaction open, no connection checked out and no lock held (a call
+   made inside a consumer's transaction that holds its work row raises
+   `LeaseFirst` before anything is recorded, and the consumer runs the work
+   again with its lease taken first), the call's key sent as the request's
+   `Idempotency-Key`; `ModelUnavailable` is tried again after a backoff (full
    jitter, at least the server's `Retry-After`) up to the profile's
    `max_retries`, then recorded as a failure and raised (the work's lease
    brings the turn back later); a 429 cools its profile down (and only its
@@ -44,6 +50,7 @@ from typing import Any, Final
 from opentelemetry.trace import SpanKind
 from sqlalchemy.engine import Engine
 
+from orchestrator.core.errors import LeaseFirst
 from orchestrator.core.pipeline import Budget, ModelProfile
 from orchestrator.harness.budget import BudgetExhausted
 from orchestrator.harness.digests import canonical_json
@@ -60,6 +67,8 @@ from orchestrator.harness.model_calls import (
     request_digest,
 )
 from orchestrator.store.model_calls import StoredModelCalls
+from outbox.handlers import inside_work_transaction
+from outbox.waits import pause, waiting_here
 from roles.llm_client import ChatModel, ModelReply, ModelToolCall, ModelUnavailable, chat_for
 from roles.model_limits import ModelLimits, token_estimate
 from telemetry import names
@@ -67,6 +76,7 @@ from telemetry.spans import annotate, open_span
 
 MAX_ERROR_CHARS: Final = 2000
 LONGEST_SLEEP: Final = 5.0  # seconds: a server asking for a longer wait gets the thread back
+LONGEST_QUEUE: Final = 60.0  # seconds a waiting delivery waits for a place before it defers to its lease
 PROCESS_LIMITS: Final = ModelLimits()  # every profile's limits in this process
 
 
@@ -118,7 +128,7 @@ class DurableChat:
         profile: ModelProfile,
         role_budget: Budget | None = None,
         saga_budget: Budget | None = None,
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], None] = pause,
         clock: Callable[[], float] = time.monotonic,
         rng: random.Random | None = None,
         limits: ModelLimits | None = None,
@@ -135,7 +145,15 @@ class DurableChat:
         self.requests = 0  # sent by this object (retries included)
         self.replayed = 0  # answered from the record, without a request
 
-    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelReply:
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        *,
+        idempotency_key: str | None = None,
+    ) -> ModelReply:
+        """The reply to this request in this turn: recorded, or asked (under the call's key as
+        its idempotency key; a key given here is not used) and recorded."""
         digest = request_digest(self.profile.model, self.params, messages, tools)
         intent = CallIntent(
             key=call_key(self.saga_id, self.role, self.round, digest),
@@ -154,6 +172,8 @@ class DurableChat:
             if found is not None and found.state == "answered":
                 self.replayed += 1
                 return self._answered(found, replayed=True)
+            if inside_work_transaction():
+                raise LeaseFirst(f"the {self.role} role calls a model: its lease first", saga_id=self.saga_id)
             self._refuse_when_spent()
             self._take_place(messages, tools)
             used: int | None = None
@@ -166,16 +186,22 @@ class DurableChat:
             return self._answered(self.log.record_reply(intent, answer), replayed=False)
 
     def _take_place(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> None:
-        """A place among the profile's calls, or `ModelUnavailable` at once with the seconds to
-        wait (nothing sent, nothing recorded: the turn gives its thread back)."""
+        """A place among the profile's calls, or `ModelUnavailable` with the seconds to wait
+        (nothing sent, nothing recorded: the turn gives its thread back). A turn running as a
+        worker's waiting delivery (`outbox.waits`) holds no thread while it waits: it waits
+        for a place, each wait at most `LONGEST_SLEEP` and all of them `LONGEST_QUEUE`."""
         prompt_chars = len(canonical_json({"messages": messages, "tools": tools}))
-        wait = self.limits.take(self.profile, token_estimate(self.profile, prompt_chars))
-        if wait is not None:
-            raise ModelUnavailable(
-                f"model {self.profile.model} is at its limit in this process (in flight, per minute "
-                f"or cooling down after a 429); try again in {wait:.1f}s",
-                retry_after=wait,
-            )
+        estimate = token_estimate(self.profile, prompt_chars)
+        queued = 0.0
+        while (wait := self.limits.take(self.profile, estimate)) is not None:
+            if not waiting_here() or wait > LONGEST_SLEEP or queued + wait > LONGEST_QUEUE:
+                raise ModelUnavailable(
+                    f"model {self.profile.model} is at its limit in this process (in flight, per minute "
+                    f"or cooling down after a 429); try again in {wait:.1f}s",
+                    retry_after=wait,
+                )
+            self.sleep(wait)
+            queued += wait
 
     def _refuse_when_spent(self) -> None:
         """`BudgetExhausted` when the role's or the saga's budget is spent (nothing is sent)."""
@@ -200,7 +226,7 @@ class DurableChat:
             self.requests += 1
             started = self.clock()
             try:
-                reply = self.inner.complete(messages, tools)
+                reply = self.inner.complete(messages, tools, idempotency_key=intent.key)
             except ModelUnavailable as exc:
                 if exc.status == 429:
                     self.limits.cool_down(self.profile, exc.retry_after)

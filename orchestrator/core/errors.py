@@ -21,7 +21,8 @@
     ├── ApprovalRequired        an outcome, not a failure: a person must approve
     ├── EffectUnknown           an outcome: a side effect may have happened
     ├── RetryLater              not now: the work's lease brings it back
-    │   └── Parked              not now: the lease is given back, the work sent again when its destination frees
+    │   ├── Parked              not now: the lease is given back, the work sent again when its destination frees
+    │   └── LeaseFirst          not inside this transaction: take the lease on its own first (a model call)
     └── DestinationError        raised by destination adapters
         ├── NotApplied          definite: the destination did not apply it
         └── MaybeApplied        uncertain: it may have been applied
@@ -140,6 +141,11 @@ class Parked(RetryLater):
     destinations: tuple[str, ...] = ()
 
 
+class LeaseFirst(RetryLater):
+    """Work about to call a model inside the transaction that holds its work row: the
+    consumer rolls that back and runs the work again with its lease committed first."""
+
+
 class DestinationError(PressroomError):
     """A destination call went wrong; `definite` says whether it surely did not apply."""
 
@@ -178,6 +184,7 @@ __all__ = [
     "EffectUnknown",
     "IdempotencyConflict",
     "KeyInFlight",
+    "LeaseFirst",
     "IllegalTransition",
     "InvalidInput",
     "MaybeApplied",

@@ -15,16 +15,19 @@ from orchestrator.entrypoints.worker_pools import (
     PUBLISHER_CONCURRENCY,
     ROLE_CONCURRENCY,
     ROLE_QUEUES,
+    WAITING_DELIVERIES,
     PublisherChild,
     db_pool_size,
     default_concurrency,
     default_pool,
     destination_limit,
     shares_publisher,
+    waiting_loops,
 )
 
 if TYPE_CHECKING:
     from orchestrator.core.config import Settings
+    from orchestrator.pressroom import Pressroom
 
 
 def _queues(text: str) -> list[str]:
@@ -85,8 +88,19 @@ def sized_settings(settings: Settings, pool: str, concurrency: int) -> Settings:
     return settings.model_copy(update={"db_pool_size": connections, "destination_concurrency": limit})
 
 
-def _run_celery_worker(names: list[str], concurrency: int, pool: str, loglevel: str, settings: Any) -> int:
+def worker_app(settings: Settings, pool: str, concurrency: int) -> Pressroom:
+    """A worker process's Pressroom: its deliveries that wait on a model give their thread back
+    (`outbox.waits`: one waiting loop per thread; without the `greenlet` package they hold it)."""
     from orchestrator.bootstrap import build_app
+    from outbox.waits import GREENLETS, Waits
+
+    app = build_app(settings)
+    if GREENLETS:
+        app.consumer.waits = Waits(threads=waiting_loops(pool, concurrency), capacity=WAITING_DELIVERIES)
+    return app
+
+
+def _run_celery_worker(names: list[str], concurrency: int, pool: str, loglevel: str, settings: Any) -> int:
     from orchestrator.celery_app import make_celery, run_worker, set_worker_queues, use_app_factory
     from orchestrator.observability import start_tracing
 
@@ -99,7 +113,7 @@ def _run_celery_worker(names: list[str], concurrency: int, pool: str, loglevel: 
             f"from this process (PRESSROOM_DESTINATION_CONCURRENCY; pool: {pool} × {concurrency})",
             err=True,
         )
-    use_app_factory(lambda: build_app(sized))
+    use_app_factory(lambda: worker_app(sized, pool, concurrency))
     if pool != "prefork":
         start_tracing("pressroom-worker-" + "-".join(names), settings)
     celery = make_celery(

@@ -43,6 +43,9 @@ ROLE_CONCURRENCY = 4
 # each); more, and a deployment's processes could together pass PostgreSQL's
 # `max_connections` (100 by default).
 CONNECTIONS_PER_THREAD = 2
+# Deliveries waiting on a model that one worker process holds at once (`outbox.waits`): they
+# hold no thread and no connection while they wait; a profile's `concurrency` bounds its calls.
+WAITING_DELIVERIES = 256
 # How long a stopping `pressroom worker` waits for its publisher process to finish what it holds.
 CHILD_STOP_SECONDS = 60.0
 
@@ -73,6 +76,12 @@ def destination_limit(pool: str, concurrency: int, configured: int, *, explicit:
     if explicit or pool != "threads":
         return configured
     return min(configured, max(1, concurrency // 2))
+
+
+def waiting_loops(pool: str, concurrency: int) -> int:
+    """The event loops that run a worker process's deliveries waiting on a model: as many as
+    its threads on a threads pool (each runs one delivery's code at a time), else one."""
+    return concurrency if pool == "threads" else 1
 
 
 def shares_publisher(queues: list[str]) -> bool:
@@ -138,10 +147,12 @@ __all__ = [
     "ROLE_CONCURRENCY",
     "ROLE_POOL",
     "ROLE_QUEUES",
+    "WAITING_DELIVERIES",
     "PublisherChild",
     "db_pool_size",
     "default_concurrency",
     "destination_limit",
     "default_pool",
     "shares_publisher",
+    "waiting_loops",
 ]

@@ -295,7 +295,13 @@ class EchoChat:
     def __init__(self) -> None:
         self.sent: list[list[dict[str, Any]]] = []
 
-    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelReply:
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        *,
+        idempotency_key: str | None = None,
+    ) -> ModelReply:
         self.sent.append(messages)
         n = len(self.sent)
         return ModelReply(None, (ModelToolCall(f"call_{n}", "corpus_read", '{"source": "a.md"}'),))

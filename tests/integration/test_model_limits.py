@@ -4,7 +4,8 @@ Profile A's endpoint (a local HTTP server in front of a scripted one) answers 42
 `Retry-After: 30`: A's turn gives its thread back at once, A cools down, and profile B's sagas
 reach ready-for-review meanwhile; once the cool-down is over the lease brings A's work back and
 it finishes, each answered call sent once. With `concurrency = 2` the server never sees more
-than two requests of that profile in flight, and a recorded reply is replayed without a place.
+than two requests of that profile in flight (a turn running as a worker's waiting delivery waits
+for its place instead of deferring), and a recorded reply is replayed without a place.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Iterator
+from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,7 @@ from orchestrator.core.pipeline import ModelProfile
 from orchestrator.pressroom import Pressroom
 from orchestrator.store.db import dispose_all
 from orchestrator.store.model_calls import StoredModelCalls, usage
+from outbox.waits import Waits
 from roles import durable_model
 from roles.durable_model import DurableChat
 from roles.llm_client import ModelUnavailable, chat_for
@@ -238,6 +241,37 @@ def test_the_server_never_sees_more_than_the_profiles_concurrency(sagas: tuple[P
     assert stats.requests == stats.answered == 6  # a refused turn sends nothing
     assert stats.peak_in_flight == 2
     assert refusals and limits.in_flight(profile) == 0
+
+
+def test_a_waiting_delivery_at_its_profiles_limit_waits_for_a_place_instead(
+    sagas: tuple[Pressroom, list[str]],
+) -> None:
+    """As a worker runs it (`outbox.waits`): a turn finding no place holds no thread, so it waits
+    for one instead of deferring to its lease, and the profile's limit still holds."""
+    app, ids = sagas
+    limits = ModelLimits()
+    waits = Waits(threads=1, capacity=len(ids))
+    outcomes: list[str] = []
+    with ScriptedModel("faithful", latency=0.3) as model:
+        profile = PROFILE.model_copy(update={"base_url": model.url})
+
+        def turn(n: int) -> None:
+            try:
+                _chat(app, profile, ids[n], limits, "research").complete(_messages(n), [])
+                outcomes.append("answered")
+            except ModelUnavailable as exc:
+                outcomes.append(f"deferred: {exc}")
+
+        for n in range(len(ids)):
+            waits.start(partial(turn, n))
+        deadline = time.monotonic() + 30
+        while waits.running():
+            assert time.monotonic() < deadline, outcomes
+            time.sleep(0.05)
+        stats = model.stats()
+    assert outcomes == ["answered"] * len(ids)
+    assert stats.requests == len(ids) and stats.peak_in_flight == PROFILE.concurrency == 2
+    assert durable_model.LONGEST_QUEUE == 60.0  # how long it would wait: docs/deploy.md says so
 
 
 def test_a_recorded_reply_is_replayed_without_a_place(sagas: tuple[Pressroom, list[str]]) -> None:

@@ -90,8 +90,14 @@ class Recorded:
         self.inner = inner
         self.replies: list[ModelReply] = []
 
-    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelReply:
-        reply = self.inner.complete(messages, tools)
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        *,
+        idempotency_key: str | None = None,
+    ) -> ModelReply:
+        reply = self.inner.complete(messages, tools, idempotency_key=idempotency_key)
         self.replies.append(reply)
         return reply
 
@@ -103,8 +109,14 @@ class Recorded:
 class Contrary(Recorded):
     """The model's review, with its judgment of sentence 1 turned to `contradicted`."""
 
-    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelReply:
-        reply = super().complete(messages, tools)
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        *,
+        idempotency_key: str | None = None,
+    ) -> ModelReply:
+        reply = super().complete(messages, tools, idempotency_key=idempotency_key)
         if not reply.tool_calls or reply.tool_calls[0].name != "review_record":
             return reply
         call = reply.tool_calls[0]

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
+from typing import Any
 
 import pytest
 
@@ -21,7 +22,8 @@ from orchestrator.harness.model_calls import (
     over_budget,
     request_digest,
 )
-from roles.llm_client import chat_for, retry_after
+from outbox.waits import wait
+from roles.llm_client import AsyncOpenAIChat, chat_for, retry_after
 
 PARAMS = {"temperature": 0.0, "seed": 7, "max_tokens": 2000}
 MESSAGES = [{"role": "system", "content": "plan"}, {"role": "user", "content": '{"role": "writer"}'}]
@@ -118,6 +120,18 @@ def test_the_rules_load_no_adapter() -> None:
     assert done.stdout.strip() == ""
 
 
+def _client(profile: ModelProfile) -> Any:
+    """The async client `chat_for(profile)` asks through, on the loop its requests wait on."""
+    chat = chat_for(profile)
+    assert isinstance(chat.inner, AsyncOpenAIChat)
+    inner = chat.inner
+
+    async def on_the_loop() -> Any:
+        return inner.client()
+
+    return wait(on_the_loop)
+
+
 def test_a_profile_key_is_read_from_its_variable_when_the_client_is_asked_for(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -125,12 +139,14 @@ def test_a_profile_key_is_read_from_its_variable_when_the_client_is_asked_for(
         model="m", base_url="http://127.0.0.1:9/v1", api_key_env="HOUSE_TEST_KEY", timeout=5
     )
     monkeypatch.delenv("HOUSE_TEST_KEY", raising=False)
-    assert chat_for(profile)._client.api_key == "unused"
+    assert _client(profile).api_key == "unused"
     monkeypatch.setenv("HOUSE_TEST_KEY", "key-one")
-    first = chat_for(profile)
-    assert first._client.api_key == "key-one" and first._client.max_retries == 0
-    assert chat_for(profile)._client is first._client  # one client per endpoint, model, key, timeout
+    first = _client(profile)
+    assert first.api_key == "key-one" and first.max_retries == 0
+    assert _client(profile) is first  # one client per loop, endpoint, model, key, timeout
     monkeypatch.setenv("HOUSE_TEST_KEY", "key-two")
-    assert chat_for(profile)._client.api_key == "key-two"
-    assert first.params == {"temperature": 0.0, "max_tokens": 2000}  # no seed in the profile: none sent
-    assert chat_for(ModelProfile(model="m", base_url="http://127.0.0.1:9/v1"))._client.api_key == "unused"
+    assert _client(profile).api_key == "key-two"
+    inner = chat_for(profile).inner
+    assert isinstance(inner, AsyncOpenAIChat)
+    assert inner.params == {"temperature": 0.0, "max_tokens": 2000}  # no seed in the profile: none sent
+    assert _client(ModelProfile(model="m", base_url="http://127.0.0.1:9/v1")).api_key == "unused"

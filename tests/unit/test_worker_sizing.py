@@ -1,17 +1,22 @@
-"""A worker process's database pool follows its pool of threads unless it is set."""
+"""A worker process's database pool follows its pool of threads unless it is set; its turns that
+wait on a model run on a waiting loop per thread, up to `WAITING_DELIVERIES` at once."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
 from orchestrator.core.config import Settings
-from orchestrator.entrypoints.processes import sized_settings
+from orchestrator.entrypoints.processes import sized_settings, worker_app
 from orchestrator.entrypoints.worker_pools import (
     CONNECTIONS_PER_THREAD,
     PUBLISHER_CONCURRENCY,
+    WAITING_DELIVERIES,
     db_pool_size,
     destination_limit,
 )
+from orchestrator.store.db import dispose_all
 
 
 def test_a_threads_pool_keeps_connections_for_every_thread() -> None:
@@ -56,3 +61,21 @@ def test_the_worker_settings_size_the_destination_limit_from_the_environment(
     assert sized_settings(Settings(), "threads", 6).destination_concurrency == 3
     monkeypatch.setenv("PRESSROOM_DESTINATION_CONCURRENCY", "5")
     assert sized_settings(Settings(), "threads", 6).destination_concurrency == 5
+
+
+def test_a_worker_runs_turns_waiting_on_a_model_on_a_loop_per_thread(tmp_path: Path) -> None:
+    settings = Settings(
+        database_url=f"sqlite:///{tmp_path / 'worker.db'}",
+        broker_url="none://",
+        secret="s",
+        secret_file=tmp_path / "secret",
+    )
+    for pool, concurrency, loops in (("threads", 4, 4), ("solo", 1, 1), ("prefork", 3, 1)):
+        app = worker_app(settings, pool, concurrency)
+        try:
+            waits = app.consumer.waits
+            assert waits is not None and (waits.threads, waits.capacity) == (loops, WAITING_DELIVERIES)
+        finally:
+            app.close()
+    dispose_all()
+    assert WAITING_DELIVERIES == 256  # docs/deploy.md says so
