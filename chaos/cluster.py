@@ -12,6 +12,7 @@ again, and every exit the nemesis did not cause is recorded with its status.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import signal
 import socket
@@ -144,6 +145,7 @@ class Managed:
     expected_exit: bool = False
     starts: int = 0
     exits: list[dict[str, Any]] = field(default_factory=list)
+    env: dict[str, str] | None = None  # its own environment, else the supervisor's
 
 
 class Supervisor:
@@ -158,21 +160,37 @@ class Supervisor:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True, name="supervisor")
 
-    def add(self, name: str, *args: str) -> None:
-        self.procs[name] = Managed(name, [PRESSROOM, *args])
+    def add(
+        self,
+        name: str,
+        *args: str,
+        launcher: tuple[str, ...] = (PRESSROOM,),
+        env: dict[str, str] | None = None,
+    ) -> None:
+        """Start `launcher args` (by default the `pressroom` script), in `env` when given."""
+        self.procs[name] = Managed(name, [*launcher, *args], env=env)
         self._spawn(self.procs[name])
+
+    def start(self) -> None:
+        """Begin restarting what exits."""
+        self._thread.start()
 
     def topology(self, api_port: int) -> None:
         for name, args in topology(api_port):
             self.add(name, *args)
-        self._thread.start()
+        self.start()
 
     def _spawn(self, m: Managed) -> None:
         log = (self.log_dir / f"{m.name}.log").open("ab")
         log.write(f"\n=== start {m.starts + 1} at {time.strftime('%H:%M:%S')} ===\n".encode())
         log.flush()
         m.popen = subprocess.Popen(
-            m.args, env=self.env, cwd=self.cwd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            m.args,
+            env=m.env or self.env,
+            cwd=self.cwd,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         log.close()
         m.starts += 1
@@ -199,7 +217,7 @@ class Supervisor:
             if m.popen is None or m.popen.poll() is not None:
                 return None
             m.expected_exit = True
-            m.held_until = time.monotonic() + hold
+            m.held_until = max(m.held_until, time.monotonic() + hold)  # a replace in progress keeps it
             pid = m.popen.pid
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
@@ -215,6 +233,45 @@ class Supervisor:
             return True
         return False
 
+    def replace(
+        self,
+        name: str,
+        args: list[str] | None = None,
+        *,
+        env: dict[str, str] | None = None,
+        grace: float = 60.0,
+    ) -> dict[str, Any]:
+        """`systemctl restart`: SIGTERM to the process group (systemd's KillMode=control-group),
+        SIGKILL after `grace` seconds, then start it again (with `args` and in `env` when given;
+        `env` None: the supervisor's), unless the supervisor is stopping."""
+        with self._lock:
+            m = self.procs[name]
+            m.expected_exit = True
+            m.held_until = math.inf
+        began = time.monotonic()
+        status: int | str | None = None
+        if m.popen is not None and m.popen.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(m.popen.pid, signal.SIGTERM)
+                os.killpg(m.popen.pid, signal.SIGCONT)
+            try:
+                status = m.popen.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(m.popen.pid, signal.SIGKILL)
+                m.popen.wait(timeout=10)
+                status = "SIGKILL after grace"
+        stopped = time.monotonic() - began
+        with self._lock:
+            m.exits.append({"at": time.time(), "status": status, "by": "replace"})
+            m.args, m.env, m.held_until = args or m.args, env, 0.0
+            if not self._stop.is_set():
+                self._spawn(m)
+        return {"process": name, "exit": status, "stop_seconds": round(stopped, 2)}
+
+    def log_of(self, name: str) -> Path:
+        return self.log_dir / f"{name}.log"
+
     def unexpected_exits(self) -> list[dict[str, Any]]:
         return [{"process": m.name, **e} for m in self.procs.values() for e in m.exits if e["by"] == "itself"]
 
@@ -224,7 +281,8 @@ class Supervisor:
     def release_holds(self) -> None:
         with self._lock:
             for m in self.procs.values():
-                m.held_until = 0.0
+                if m.held_until != math.inf:  # a replace in progress starts it itself
+                    m.held_until = 0.0
 
     def stop(self) -> None:
         self._stop.set()
