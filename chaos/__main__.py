@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import NoReturn
 
 from chaos import defaults, figures
+from chaos.links import Proxied
+from chaos.routes import Direct
 from chaos.run import Options, run
 from chaos.upgrade import UpgradeOptions, upgrade
 
@@ -57,6 +59,12 @@ def options(argv: list[str]) -> Options | str:
         default=figures.RECOVERY_MARGIN,
         help="seconds after a fault's end during which a saga still counts as under it "
         f"(default {figures.RECOVERY_MARGIN:.0f})",
+    )
+    p.add_argument(
+        "--direct",
+        action="store_true",
+        help="the processes reach PostgreSQL and Redis directly, not through the suite's TCP "
+        "proxies: no link faults",
     )
     p.add_argument("--parallel", type=int, default=3, help="CLI commands run at once (default 3)")
     p.add_argument("--out", type=Path, default=Path("chaos/out"), help="where run folders go")
@@ -101,6 +109,7 @@ def options(argv: list[str]) -> Options | str:
         calm_sagas=calm,
         docs=None if args.no_docs or args.docs == "none" else Path(args.docs),
         command=" ".join(shown),
+        route=Direct() if args.direct else Proxied(seed=args.seed),
     )
 
 

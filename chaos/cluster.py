@@ -217,7 +217,7 @@ class Supervisor:
             if m.popen is None or m.popen.poll() is not None:
                 return None
             m.expected_exit = True
-            m.held_until = time.monotonic() + hold
+            m.held_until = max(m.held_until, time.monotonic() + hold)  # a replace in progress keeps it
             pid = m.popen.pid
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
@@ -234,10 +234,16 @@ class Supervisor:
         return False
 
     def replace(
-        self, name: str, args: list[str], *, env: dict[str, str] | None = None, grace: float = 60.0
+        self,
+        name: str,
+        args: list[str] | None = None,
+        *,
+        env: dict[str, str] | None = None,
+        grace: float = 60.0,
     ) -> dict[str, Any]:
-        """`systemctl restart` with a new release: SIGTERM to the process group (systemd's
-        KillMode=control-group), SIGKILL after `grace` seconds, then start `args` in `env`."""
+        """`systemctl restart`: SIGTERM to the process group (systemd's KillMode=control-group),
+        SIGKILL after `grace` seconds, then start it again (with `args` and in `env` when given;
+        `env` None: the supervisor's), unless the supervisor is stopping."""
         with self._lock:
             m = self.procs[name]
             m.expected_exit = True
@@ -247,6 +253,7 @@ class Supervisor:
         if m.popen is not None and m.popen.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(m.popen.pid, signal.SIGTERM)
+                os.killpg(m.popen.pid, signal.SIGCONT)
             try:
                 status = m.popen.wait(timeout=grace)
             except subprocess.TimeoutExpired:
@@ -257,9 +264,13 @@ class Supervisor:
         stopped = time.monotonic() - began
         with self._lock:
             m.exits.append({"at": time.time(), "status": status, "by": "replace"})
-            m.args, m.env, m.held_until = args, env, 0.0
-            self._spawn(m)
+            m.args, m.env, m.held_until = args or m.args, env, 0.0
+            if not self._stop.is_set():
+                self._spawn(m)
         return {"process": name, "exit": status, "stop_seconds": round(stopped, 2)}
+
+    def log_of(self, name: str) -> Path:
+        return self.log_dir / f"{name}.log"
 
     def pids(self) -> dict[str, int | None]:
         """Each process's PID, None while it is down."""
@@ -278,7 +289,8 @@ class Supervisor:
     def release_holds(self) -> None:
         with self._lock:
             for m in self.procs.values():
-                m.held_until = 0.0
+                if m.held_until != math.inf:  # a replace in progress starts it itself
+                    m.held_until = 0.0
 
     def stop(self) -> None:
         self._stop.set()

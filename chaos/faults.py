@@ -4,16 +4,18 @@ A fault kind is registered once (`register`) with a name, a weight (how
 often it is drawn), a hold range (how long it lasts, drawn uniformly), the
 targets it picks one of (none: no target), whether it belongs to the late
 part of the first round (faults of a destination, once publishing has
-begun), seeded options of its own, and two functions the nemesis calls:
-`execute` to inject it and `heal` to undo whatever still holds when the
-faults stop. `plan` reads only the pure parts, so a schedule depends on the
-seed, the duration and the registered kinds alone.
+begun), seeded options of its own, what it needs of the run (`requires`:
+names of the nemesis's extra handles, such as the links' proxies; a run
+without them leaves the kind out, `runnable`), and two functions the
+nemesis calls: `execute` to inject it and `heal` to undo whatever still
+holds when the faults stop. `plan` reads only the pure parts, so a schedule
+depends on the seed, the duration and the kinds it is given alone.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +57,7 @@ class FaultKind:
     late: bool = False
     draw: Draw = field(default=no_options)
     heal: Heal | None = None
+    requires: tuple[str, ...] = ()
 
 
 REGISTRY: dict[str, FaultKind] = {}
@@ -68,6 +71,12 @@ def register(kind: FaultKind) -> FaultKind:
         raise ValueError(f"fault kind {kind.name!r}: weight must be positive, hold a (low, high) range")
     REGISTRY[kind.name] = kind
     return kind
+
+
+def runnable(have: Collection[str], kinds: Mapping[str, FaultKind] | None = None) -> dict[str, FaultKind]:
+    """The kinds (registered ones by default, in their order) whose needs are all in `have`."""
+    table = REGISTRY if kinds is None else kinds
+    return {name: kind for name, kind in table.items() if set(kind.requires) <= set(have)}
 
 
 def plan(
@@ -110,4 +119,5 @@ __all__ = [
     "no_options",
     "plan",
     "register",
+    "runnable",
 ]

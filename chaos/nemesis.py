@@ -24,6 +24,19 @@ Built-in kinds (registered in chaos/faults.py's registry on import):
   seconds, and the other webhook answers its next 1–3 POSTs with 409, a
   definite failure, so the sagas that meet it compensate their other
   destinations into the failing DELETE.
+- `clock-skew`: restart one worker (SIGTERM, as systemd restarts it) under
+  libfaketime, its wall clock 2–10 minutes ahead or behind (seeded; its
+  monotonic clock untouched, as on a host whose clock is wrong; see
+  chaos/skewed_site/sitecustomize.py for what that takes), and after
+  `hold` seconds restart it on the true clock. Its entry gives the offset
+  the worker's own ready line showed (`skew_seen_s`, then `unskewed_seen_s`),
+  how the process before it and the skewed one stopped (`replaced_exit`,
+  `skewed_exit`: a status, or None when it was down already; and the
+  seconds it took), and ends when the worker is ready on the true clock. A
+  kill meanwhile restarts it skewed still. Left out without libfaketime.
+
+The link faults (partitions, latency, cuts, half-open connections) are
+registered by chaos/links.py, with the route through the proxies they act on.
 
 A new kind is one `register(FaultKind(...))` call: its `execute` receives the
 nemesis (its `handles`, `later`) and the fault; a handle the built-ins do not
@@ -32,13 +45,17 @@ know (a TCP proxy, a clock) goes in `Handles.extra`.
 
 from __future__ import annotations
 
+import os
 import random
+import re
 import signal
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from chaos.cluster import QUEUES, Postgres, Redis, Supervisor
@@ -66,6 +83,9 @@ class Nemesis:
         self.counts: Counter[str] = Counter()
         self.state: dict[str, Any] = {}  # what kinds keep between their faults
         self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._entries: dict[Fault, dict[str, Any]] = {}
+        self._amends: dict[Fault, dict[str, Any]] = {}
         self._timers: list[threading.Timer] = []
         self._thread = threading.Thread(target=self._run, daemon=True, name="nemesis")
         self._began = 0.0
@@ -74,16 +94,35 @@ class Nemesis:
         self._began = time.monotonic()
         self._thread.start()
 
-    def stop(self) -> None:
-        """No more faults; every kind heals what still holds."""
+    def halt(self) -> None:
+        """No more faults, and no timer of one fires; nothing is healed."""
         self._stop.set()
-        self._thread.join(timeout=60)
+        if self._thread.is_alive():
+            self._thread.join(timeout=60)
         for timer in self._timers:
             timer.cancel()
+
+    def stop(self) -> None:
+        """No more faults; every kind heals what still holds."""
+        self.halt()
         heals = {kind.heal for kind in REGISTRY.values() if kind.heal is not None}
         for heal in sorted(heals, key=lambda h: h.__qualname__):
             heal(self)
         self.handles.supervisor.release_holds()
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep `seconds`, or less when the faults stop; True when they did."""
+        return self._stop.wait(seconds)
+
+    def amend(self, fault: Fault, **detail: object) -> None:
+        """Add what a fault's own thread or timer found out later to its entry in `done`."""
+        with self._lock:
+            entry = self._entries.get(fault)
+            if entry is None:
+                self._amends.setdefault(fault, {}).update(detail)
+            else:
+                entry.update(detail)
+        self.handles.log(f"nemesis: {fault.kind} {fault.target or ''} at {fault.at}: {detail}")
 
     def later(self, seconds: float, fn: Callable[[], object]) -> None:
         timer = threading.Timer(seconds, fn)
@@ -115,7 +154,10 @@ class Nemesis:
             }
             if not entry.get("skipped") and not entry.get("error"):
                 self.counts[fault.kind] += 1
-            self.done.append(entry)
+            with self._lock:
+                entry.update(self._amends.pop(fault, {}))
+                self._entries[fault] = entry
+                self.done.append(entry)
             self.handles.log(f"nemesis: {entry}")
 
 
@@ -137,6 +179,104 @@ def _pause_worker(n: Nemesis, f: Fault) -> dict[str, Any] | None:
 def _resume_workers(n: Nemesis) -> None:
     for name in WORKERS:
         n.handles.supervisor.signal(name, signal.SIGCONT)
+
+
+# -- clocks ------------------------------------------------------------------------
+
+FAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
+SKEWED_SITE = Path(__file__).resolve().parent / "skewed_site"
+READY = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}): INFO/MainProcess\] \S+ ready\.$", re.M)
+STOP_GRACE = 30.0  # seconds a worker may take to finish its tasks on SIGTERM
+READY_SECONDS = 90.0  # for a restarted worker's ready line, on a loaded machine
+
+
+def skewed(env: dict[str, str], minutes: int, lib: Path = FAKETIME) -> dict[str, str]:
+    """`env` under libfaketime: the wall clock `minutes` off, the monotonic clock true (and
+    `time.sleep` made to work so, chaos/skewed_site/sitecustomize.py)."""
+
+    def first(path: str, name: str, sep: str) -> str:
+        return sep.join(p for p in (path, env.get(name, "")) if p)
+
+    return {
+        **env,
+        "LD_PRELOAD": first(str(lib), "LD_PRELOAD", " "),
+        "FAKETIME": f"{minutes:+d}m",
+        "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+        "PYTHONPATH": first(str(SKEWED_SITE), "PYTHONPATH", os.pathsep),
+    }
+
+
+def ready_clock(text: str) -> float | None:
+    """The time (epoch seconds) in the first ready line of a worker's log `text`, read in
+    local time as the worker wrote it; None without one."""
+    found = READY.search(text)
+    if found is None:
+        return None
+    at = datetime.strptime(found.group(1), "%Y-%m-%d %H:%M:%S").timestamp()
+    return at + int(found.group(2)) / 1000
+
+
+def _skew_minutes(rng: random.Random, _before: list[Fault]) -> tuple[Option, ...]:
+    minutes = rng.randint(2, 10)
+    return (("skew_minutes", minutes if rng.random() < 0.5 else -minutes),)
+
+
+def _clock_seen(log: Path, offset: int) -> float | None:
+    """Seconds the worker's clock is off, from its ready line after `offset` in `log`."""
+    deadline = time.monotonic() + READY_SECONDS
+    while time.monotonic() < deadline:
+        with log.open("rb") as fh:
+            fh.seek(offset)
+            at = ready_clock(fh.read().decode("utf-8", "replace"))
+        if at is not None:
+            return round(at - time.time(), 1)
+        time.sleep(0.25)
+    return None
+
+
+def _restart_worker(n: Nemesis, name: str, env: dict[str, str] | None) -> tuple[dict[str, Any], float | None]:
+    log = n.handles.supervisor.log_of(name)
+    offset = log.stat().st_size if log.exists() else 0
+    out = n.handles.supervisor.replace(name, env=env, grace=STOP_GRACE)
+    return out, _clock_seen(log, offset)
+
+
+def _skewed_for(n: Nemesis, f: Fault, name: str, env: dict[str, str]) -> None:
+    """Restart `name` skewed, keep it so for the hold (or until the faults stop), restart it true."""
+    try:
+        out, seen = _restart_worker(n, name, env)
+        n.amend(f, replaced_exit=out["exit"], replaced_stop_seconds=out["stop_seconds"], skew_seen_s=seen)
+        n.wait(f.hold)
+    finally:
+        out, seen = _restart_worker(n, name, None)
+        n.amend(
+            f,
+            skewed_exit=out["exit"],
+            skewed_stop_seconds=out["stop_seconds"],
+            unskewed_seen_s=seen,
+            ended=round(time.time(), 3),
+        )
+
+
+def _clock_skew(n: Nemesis, f: Fault) -> dict[str, Any] | None:
+    name = f.target or WORKERS[0]
+    clocks: dict[str, threading.Thread] = n.state.setdefault("clocks", {})
+    if name in clocks and clocks[name].is_alive():
+        return {"skipped": f"{name} already skewed"}
+    env = skewed(
+        n.handles.supervisor.env, int(f.option("skew_minutes", 5)), Path(str(n.handles.extra["faketime"]))
+    )
+    clocks[name] = threading.Thread(
+        target=_skewed_for, args=(n, f, name, env), daemon=True, name=f"skew-{name}"
+    )
+    clocks[name].start()
+    return {"faketime": env["FAKETIME"]}
+
+
+def _unskew_clocks(n: Nemesis) -> None:
+    """The faults stopped: each skewed worker's thread restarts it on the true clock."""
+    for thread in n.state.get("clocks", {}).values():
+        thread.join(timeout=2 * (STOP_GRACE + READY_SECONDS))
 
 
 # -- servers -------------------------------------------------------------------
@@ -257,7 +397,30 @@ for _kind in (
     _of_webhooks("webhook-hang", 1, (20.0, 40.0), _webhook, _status_down_hang),
     _of_webhooks("delete-5xx", 1, (10.0, 30.0), _failing_deletes, _partner_posts),
     _of_webhooks("delete-refuse", 1, (10.0, 30.0), _failing_deletes, _partner_posts),
+    FaultKind(
+        "clock-skew",
+        0.5,
+        (15.0, 30.0),
+        _clock_skew,
+        targets=WORKERS,
+        draw=_skew_minutes,
+        heal=_unskew_clocks,
+        requires=("faketime",),
+    ),
 ):
     register(_kind)
 
-__all__ = ["REGISTRY", "WORKERS", "Fault", "FaultKind", "Handles", "Nemesis", "plan", "register"]
+__all__ = [
+    "FAKETIME",
+    "REGISTRY",
+    "SKEWED_SITE",
+    "WORKERS",
+    "Fault",
+    "FaultKind",
+    "Handles",
+    "Nemesis",
+    "plan",
+    "ready_clock",
+    "register",
+    "skewed",
+]

@@ -189,8 +189,11 @@ a Redis of its own on free ports, then the README's native topology as
 separate processes: the relay, one `pressroom worker --queues Q` per queue,
 each on its default pool (threads: 4 for a role queue, 16 for the publisher),
 and `pressroom serve`, under a supervisor that restarts any process that
-exits. The processes run on the orchestrator's default settings: the run sets
-only what a deployment must (the database and broker URLs, the signing secret,
+exits. The processes reach PostgreSQL and Redis through one TCP proxy each
+(`chaos/links.py`, on `chaos/proxy.py`), so that their links can fail, while
+the suite itself observes the servers directly (`--direct`: no proxies, and
+no link faults). The processes run on the orchestrator's default settings:
+the run sets only what a deployment must (the database and broker URLs, the signing secret,
 the index folder, `PRESSROOM_WEBHOOK_ALLOW=127.0.0.1` since its webhooks
 listen on loopback, telemetry exporters off), so leases, the destination
 timeout, the relay's poll and the attempt limits are the defaults. Where the
@@ -212,9 +215,18 @@ clients, makes one webhook answer 503, refuse connections, or apply and then
 hang past the destination timeout, and makes one webhook's DELETE answer 503
 or 409 while the other webhook fails its next publishes, so that the sagas
 meeting it compensate their other destinations into the failing DELETE. (No
-pool child is killed: a threads-pool worker has none.) The fault kinds are a
-registry (`chaos/faults.py`), each with a weight, a hold range and a function
-that injects it; the schedule is a pure function of the seed.
+pool child is killed: a threads-pool worker has none.) On the links it
+partitions PostgreSQL or Redis for 2–20 s (silent both ways, nothing closed),
+slows one link by 20–200 ms with jitter for 5–20 s, cuts a link's open
+connections half-way through their next response, and leaves every open Redis
+connection half-open. And it restarts one worker (SIGTERM, as systemd does)
+with its wall clock 2–10 minutes ahead or behind (libfaketime; its monotonic
+clock true) for 15–30 s, then on the true clock again; the worker's own ready
+line gives the offset it saw, kept with the fault in `report.json`. The fault
+kinds are a registry (`chaos/faults.py`), each with a weight, a hold range, a
+function that injects it and one that heals it when the faults stop; the
+schedule is a pure function of the seed, and its first round holds every
+kind once.
 
 Then the suite waits for every saga to settle, and an operator, through the
 CLI, settles each `effect-unknown` saga from the destination's own record: a
@@ -250,7 +262,8 @@ with how each was settled, and their p50/p99 submit→settled seconds, with a
 (`report.json`, `report.md`), each destination's record and every process's
 log are kept in `chaos/out/run-*/` (not committed). Options: `python -m chaos
 --help` (`--sagas`, `--seed`, `--fault-seconds`, `--settle-seconds`,
-`--calm-sagas`, `--recovery-margin`; `--docs none` leaves this page alone);
+`--calm-sagas`, `--recovery-margin`, `--direct`; `--docs none` leaves this
+page alone);
 `make chaos CHAOS_ARGS="--sagas 100 --seed 7"`.
 
 ## The last recorded run

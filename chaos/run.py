@@ -6,7 +6,9 @@
    README's native topology) under the supervisor. The processes run on the
    orchestrator's default settings: only what a deployment must set is set
    (`Run.env`), and their PostgreSQL and Redis URLs come from the run's
-   `Route` (chaos/routes.py), while the suite observes the servers directly.
+   `Route` (chaos/routes.py): by default through one TCP proxy per server
+   (chaos/links.py), which the link faults act on; the suite observes the
+   servers directly.
 2. Submit the calm sagas (a few of the N) and wait for them to settle before
    any fault: they are the baseline. Then start the nemesis and submit the
    rest. Each goes through the HTTP API (`POST /api/sagas` with an
@@ -51,10 +53,12 @@ from chaos.checker import SETTLED, Saga, Submission
 from chaos.cluster import Postgres, Redis, Supervisor, free_port
 from chaos.conclusion import conclude
 from chaos.destinations import Destinations
-from chaos.nemesis import Handles, Nemesis, plan
+from chaos.faults import REGISTRY, runnable
+from chaos.links import Proxied
+from chaos.nemesis import FAKETIME, Handles, Nemesis, plan
 from chaos.observe import Snapshot, cli, snapshot
 from chaos.operator import Operator
-from chaos.routes import Direct, Endpoints, Route
+from chaos.routes import Endpoints, Route
 
 CORPUS = Path(__file__).resolve().parent.parent / "roles" / "sample_corpus"
 TOPICS = (
@@ -80,7 +84,7 @@ class Options:
     command: str = "make chaos"
     recovery_margin: float = figures.RECOVERY_MARGIN
     calm_sagas: int = 6  # of `sagas`, submitted and settled before the first fault
-    route: Route = field(default_factory=Direct)
+    route: Route = field(default_factory=Proxied)
 
 
 def _discard(jobs: set[tuple[str, int]], job: tuple[str, int], _done: object) -> None:
@@ -284,12 +288,15 @@ def run(opts: Options) -> int:
         api_port = free_port()
         api = f"http://127.0.0.1:{api_port}"
         sup.topology(api_port)
-        faults = plan(opts.seed, opts.fault_seconds)
-        handles = Handles(sup, redis, pg, dest, r.log, extra={"route": opts.route})
+        handles = Handles(sup, redis, pg, dest, r.log, extra=_extra(opts.route))
+        kinds = runnable(handles.extra)
+        faults = plan(opts.seed, opts.fault_seconds, kinds)
         nemesis = Nemesis(faults, handles)
         operator = Operator(env, dest, r.note)
+        left_out = [name for name in REGISTRY if name not in kinds]
         r.log(
             f"{opts.sagas} sagas, seed {opts.seed}, {len(faults)} faults planned over {opts.fault_seconds:.0f}s"
+            + (f"; left out (this run lacks what they need): {', '.join(left_out)}" if left_out else "")
         )
         wait_for_api(api)
         with (
@@ -319,6 +326,8 @@ def run(opts: Options) -> int:
             nemesis.stop()
             r.timeline["faults_ended"] = time.monotonic() - began
             r.log(f"nemesis stopped: {dict(nemesis.counts)}; settling")
+            if isinstance(opts.route, Proxied):
+                r.log(f"links: {opts.route.stats()}")
             wait(opts.settle_seconds)
             r.timeline["settled"] = time.monotonic() - began
             settled = snapshot(engine)
@@ -344,6 +353,16 @@ def run(opts: Options) -> int:
         redis.stop()
         pg.stop()
         shutil.rmtree(pg_root, ignore_errors=True)
+
+
+def _extra(route: Route) -> dict[str, object]:
+    """The nemesis's handles beyond the built-ins: the route, its proxies, libfaketime."""
+    extra: dict[str, object] = {"route": route}
+    if isinstance(route, Proxied):
+        extra["links"] = route
+    if FAKETIME.exists():
+        extra["faketime"] = str(FAKETIME)
+    return extra
 
 
 def _resolve(

@@ -96,3 +96,27 @@ def test_the_table_has_a_row_per_kind_and_states_the_margin() -> None:
     assert "plus 10 s" in lines[0]
     assert lines[4].startswith("| kill-relay | 1 | 1 | 0 |") and lines[5].startswith("| no fault | 0 | 0 |")
     assert lines[5].endswith("| – | – |")
+
+
+def test_the_link_and_clock_kinds_get_rows_of_their_own() -> None:
+    """As a run's nemesis logs them: a clock skew's end is when its worker ran on the true
+    clock again (added to its entry later), a link fault's is its start plus its hold."""
+    log = [
+        {"kind": "partition-redis", "started": 100.0, "ended": 110.0, "link": "redis"},
+        {"kind": "half-open-redis", "started": 120.0, "ended": 151.0, "forgotten": 9},
+        {"kind": "link-cut", "started": 300.0, "ended": 305.0, "armed": 0, "cut": 0},
+        {
+            "kind": "clock-skew",
+            "started": 200.0,
+            "ended": 262.0,
+            "faketime": "+6m",
+            "skew_seen_s": 359.8,
+            "unskewed_seen_s": -0.1,
+        },
+    ]
+    runs = [_run("a", 95.0, 105.0), _run("b", 250.0, 270.0), _run("c", 400.0, 420.0)]
+    rows = {r.kind: r for r in figures(windows(log), runs, margin=10.0)}
+    assert list(rows) == ["clock-skew", "half-open-redis", "link-cut", "partition-redis", NO_FAULT]
+    assert (rows["partition-redis"].faults, rows["partition-redis"].sagas) == (1, 1)
+    assert rows["clock-skew"].sagas == 1, "b ran while the worker was still skewed"
+    assert rows["link-cut"].sagas == 0 and rows[NO_FAULT].sagas == 1

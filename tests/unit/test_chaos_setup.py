@@ -10,6 +10,7 @@ import pytest
 from chaos import defaults, report
 from chaos.__main__ import main, options
 from chaos.cluster import QUEUES, topology
+from chaos.links import Proxied
 from chaos.routes import Direct, Endpoints
 from chaos.run import Options, Run
 from orchestrator.core.config import Settings
@@ -55,6 +56,14 @@ def test_workers_run_on_their_default_pools() -> None:
 def test_the_direct_route_hands_the_servers_own_urls() -> None:
     direct = Endpoints("postgresql+psycopg://127.0.0.1:1/postgres", "redis://127.0.0.1:2/0")
     assert Direct().start(direct) == direct
+
+
+def test_the_processes_go_through_the_proxies_unless_told_direct() -> None:
+    default, direct = options(["--seed", "4"]), options(["--direct"])
+    assert isinstance(default, Options) and isinstance(direct, Options)
+    assert isinstance(default.route, Proxied) and default.route.seed == 4
+    assert isinstance(Options().route, Proxied)
+    assert isinstance(direct.route, Direct)
 
 
 @pytest.mark.parametrize(
