@@ -15,11 +15,15 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-from chaos import defaults, figures
+from chaos import defaults, figures, soak
 from chaos.links import Proxied
 from chaos.routes import Direct
 from chaos.run import Options, run
 from chaos.upgrade import UpgradeOptions, upgrade
+
+# A soak's pace: about 1,000 sagas an hour, and a fault every 15 s on average.
+SOAK_ARRIVAL_SECONDS = 3.6
+SOAK_FAULT_GAP = 15.0
 
 
 class _Parser(argparse.ArgumentParser):
@@ -31,7 +35,12 @@ class _Parser(argparse.ArgumentParser):
 def options(argv: list[str]) -> Options | str:
     """The run's options, or the one-line reason they are refused."""
     p = _Parser(prog="python -m chaos", description=__doc__)
-    p.add_argument("--sagas", type=int, default=60, help="sagas to submit (default 60)")
+    p.add_argument(
+        "--sagas",
+        type=int,
+        default=None,
+        help=f"sagas to submit (default 60; in a soak, one every {SOAK_ARRIVAL_SECONDS:.1f} s)",
+    )
     p.add_argument("--seed", type=int, default=1, help="the nemesis schedule's seed (default 1)")
     p.add_argument(
         "--fault-seconds",
@@ -78,11 +87,24 @@ def options(argv: list[str]) -> Options | str:
         "--soak-minutes",
         type=float,
         default=None,
-        help="a soak: load for this many minutes, sampling memory, descriptors and database size",
+        help="a soak: sagas arrive steadily and faults strike (one every "
+        f"{SOAK_FAULT_GAP:.0f} s on average) for this many minutes, while every process's memory "
+        "and descriptors and the database's size are sampled; then prune is measured",
+    )
+    p.add_argument(
+        "--sample-seconds",
+        type=float,
+        default=soak.SAMPLE_SECONDS,
+        help=f"in a soak, seconds between two samples (default {soak.SAMPLE_SECONDS:.0f})",
     )
     args = p.parse_args(argv)
-    if args.soak_minutes is not None:
-        return "--soak-minutes is not wired into the run loop yet (chaos/soak.py)"
+    soaking = args.soak_minutes is not None
+    if soaking and (args.soak_minutes <= 0 or args.sample_seconds <= 0):
+        return "--soak-minutes and --sample-seconds must be positive"
+    if soaking:
+        args.fault_seconds = args.soak_minutes * 60
+    if args.sagas is None:
+        args.sagas = max(2, round(args.fault_seconds / SOAK_ARRIVAL_SECONDS)) if soaking else 60
     if (
         args.sagas < 1
         or args.fault_seconds <= 0
@@ -110,6 +132,9 @@ def options(argv: list[str]) -> Options | str:
         docs=None if args.no_docs or args.docs == "none" else Path(args.docs),
         command=" ".join(shown),
         route=Direct() if args.direct else Proxied(seed=args.seed),
+        soak=soaking,
+        sample_seconds=args.sample_seconds,
+        fault_gap=SOAK_FAULT_GAP if soaking else 4.5,
     )
 
 

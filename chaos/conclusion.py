@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +39,7 @@ def conclude(
     sup: Supervisor,
     operator: Operator,
     began: float,
+    after_check: Callable[[], dict[str, Any]] | None = None,
 ) -> int:
     """Check, work out the figures, write the report; the run's exit code (0: no finding)."""
     opts = r.opts
@@ -57,6 +59,7 @@ def conclude(
         retried=tuple(operator.retried),
     )
     findings = check(records)
+    soak = after_check() if after_check is not None else None
     paths = transitions(engine)
     with (r.dir / "transitions.json").open("w", encoding="utf-8") as fh:
         json.dump({sid: paths.get(sid, []) for sid in sorted(ours)}, fh, indent=1)
@@ -101,6 +104,8 @@ def conclude(
         figures=figures.as_dicts(rows),
         retry_refused=operator.retry_refused,
     )
+    if soak is not None:
+        data["soak"] = soak
     report.write(data, r.dir, opts.docs)
     r.log(f"checker: {'OK' if findings.ok else 'FINDINGS'}; report in {r.dir}")
     return 0 if findings.ok else 1

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos import figures
+from chaos import soak as soak_figures
 from chaos.checker import Findings, Submission
 
 
@@ -109,6 +110,7 @@ def markdown(d: dict[str, Any]) -> str:
         "",
         *figures.markdown(d["figures"], d["recovery_margin"]),
         "",
+        *_soak(d.get("soak")),
         f"Faults injected: {d['faults_total']} — "
         + ", ".join(f"{k} {v}" for k, v in d["faults"].items())
         + ".",
@@ -266,9 +268,34 @@ log are kept in `chaos/out/run-*/` (not committed). Options: `python -m chaos
 page alone);
 `make chaos CHAOS_ARGS="--sagas 100 --seed 7"`.
 
+A soak, `make chaos SOAK=1` (`--soak-minutes`, `SOAK_MINUTES=60` unless
+given), runs the same suite for that long: sagas arrive steadily over the
+whole window (about 1,000 an hour unless `--sagas` says otherwise), a fault
+strikes every 15 s on average, and `chaos/soak.py` samples every process's
+RSS and open descriptors (summed over its children) and the database's size
+every minute (`--sample-seconds`). After the check it prunes every finished
+saga (`pressroom prune`, with `PRESSROOM_RECONCILE_WINDOW=1s` so ledger rows
+go too) and measures the database after the prune, a `VACUUM` and a `VACUUM
+FULL`. The report adds each process's RSS and descriptor growth from the end
+of a warm-up (10 minutes, or a sixth of a shorter soak) to the end, within
+its last PID (a restart's memory is not growth), and those database sizes.
+
+A rolling upgrade under load, `make chaos UPGRADE_FROM=REF` (`python -m
+chaos upgrade --from REF`), is described in `docs/deploy.md`, "Rolling
+upgrades".
+
 ## The last recorded run
 
 """
+
+
+def _soak(soak: dict[str, Any] | None) -> list[str]:
+    """A soak's growth and database tables (chaos/soak.py), or nothing."""
+    if soak is None:
+        return []
+    growths = [soak_figures.Growth(**g) for g in soak["growth"]]
+    table = soak_figures.markdown_table(growths, soak["database"], warmup=soak["warmup_seconds"])
+    return [f"Soak: {soak['samples']} samples.", "", *table.rstrip("\n").split("\n"), ""]
 
 
 def write(d: dict[str, Any], run_dir: Path, docs: Path | None) -> None:

@@ -49,6 +49,7 @@ import httpx
 from sqlalchemy.engine import Engine
 
 from chaos import defaults, figures
+from chaos import soak as soak_figures
 from chaos.checker import SETTLED, Saga, Submission
 from chaos.cluster import Postgres, Redis, Supervisor, free_port
 from chaos.conclusion import conclude
@@ -85,6 +86,12 @@ class Options:
     recovery_margin: float = figures.RECOVERY_MARGIN
     calm_sagas: int = 6  # of `sagas`, submitted and settled before the first fault
     route: Route = field(default_factory=Proxied)
+    # A soak (chaos/soak.py): arrivals spread over the whole fault window, a sample of each
+    # process's memory and descriptors and of the database's size every `sample_seconds`,
+    # and `pressroom prune` measured at the end.
+    soak: bool = False
+    sample_seconds: float = soak_figures.SAMPLE_SECONDS
+    fault_gap: float = 4.5  # mean seconds between two faults
 
 
 def _discard(jobs: set[tuple[str, int]], job: tuple[str, int], _done: object) -> None:
@@ -290,7 +297,7 @@ def run(opts: Options) -> int:
         sup.topology(api_port)
         handles = Handles(sup, redis, pg, dest, r.log, extra=_extra(opts.route))
         kinds = runnable(handles.extra)
-        faults = plan(opts.seed, opts.fault_seconds, kinds)
+        faults = plan(opts.seed, opts.fault_seconds, kinds, mean_gap=opts.fault_gap)
         nemesis = Nemesis(faults, handles)
         operator = Operator(env, dest, r.note)
         left_out = [name for name in REGISTRY if name not in kinds]
@@ -299,6 +306,12 @@ def run(opts: Options) -> int:
             + (f"; left out (this run lacks what they need): {', '.join(left_out)}" if left_out else "")
         )
         wait_for_api(api)
+        sampler: soak_figures.Sampler | None = None
+        if opts.soak:
+            sampler = soak_figures.Sampler(
+                sup, engine, r.dir / soak_figures.SAMPLES_FILE, interval=opts.sample_seconds
+            )
+            sampler.start()
         with (
             ThreadPoolExecutor(max_workers=opts.parallel) as submitters,
             ThreadPoolExecutor(max_workers=opts.parallel) as helpers,
@@ -317,9 +330,11 @@ def run(opts: Options) -> int:
             r.timeline["calm_settled"] = time.monotonic() - began
             nemesis.start()
             r.timeline["faults_began"] = time.monotonic() - began
-            # The others arrive over the first half of the fault window, so faults meet every phase.
+            # The others arrive over the first half of the fault window, so faults meet every
+            # phase; in a soak, steadily over the whole of it.
             rest = range(opts.calm_sagas, opts.sagas)
-            gap = opts.fault_seconds * 0.5 / max(1, len(rest))
+            spread = opts.fault_seconds if opts.soak else opts.fault_seconds * 0.5
+            gap = spread / max(1, len(rest))
             t0 = time.monotonic() - opts.calm_sagas * gap
             pending |= {submitters.submit(r.submit, api, i, dest.uris, t0 + i * gap) for i in rest}
             wait(opts.fault_seconds)
@@ -342,7 +357,10 @@ def run(opts: Options) -> int:
             r.timeline["retried"] = time.monotonic() - began
         time.sleep(1.0)
         dest.stop()
-        return conclude(r, engine, settled, dest, nemesis, sup, operator, began)
+        if sampler is not None:
+            sampler.stop()
+        after_check = functools.partial(_soak_figures, r, env, engine) if opts.soak else None
+        return conclude(r, engine, settled, dest, nemesis, sup, operator, began, after_check)
     finally:
         if nemesis is not None:
             nemesis._stop.set()
@@ -353,6 +371,22 @@ def run(opts: Options) -> int:
         redis.stop()
         pg.stop()
         shutil.rmtree(pg_root, ignore_errors=True)
+
+
+def _soak_figures(r: Run, env: dict[str, str], engine: Engine) -> dict[str, Any]:
+    """After the check: every process's growth, and the database's size before and after
+    pruning every finished saga of the run (ledger rows included)."""
+    samples = soak_figures.read_samples(r.dir / soak_figures.SAMPLES_FILE)
+    prune_env = {**env, "PRESSROOM_RECONCILE_WINDOW": "1s"}
+    time.sleep(1.5)  # every finished saga is now older than the cut-off below
+    pruned = soak_figures.prune_and_measure(prune_env, engine, "1s")
+    warmup = min(soak_figures.WARMUP_SECONDS, r.opts.fault_seconds / 6)
+    return {
+        "warmup_seconds": warmup,
+        "samples": len(samples),
+        "growth": soak_figures.growth_dicts(soak_figures.growth(samples, warmup=warmup)),
+        "database": soak_figures.database_figures(samples, pruned),
+    }
 
 
 def _extra(route: Route) -> dict[str, object]:

@@ -37,6 +37,8 @@ from chaos.observe import cli
 
 PROC = Path("/proc")
 WARMUP_SECONDS = 600.0
+SAMPLE_SECONDS = 60.0
+SAMPLES_FILE = "soak-samples.jsonl"
 EDGE_SAMPLES = 3
 
 
@@ -111,7 +113,7 @@ class Sampler(threading.Thread):
         engine: Engine,
         path: Path,
         *,
-        interval: float = 60.0,
+        interval: float = SAMPLE_SECONDS,
         clock: Callable[[], float] = time.time,
         proc: Path = PROC,
     ) -> None:
@@ -302,6 +304,8 @@ def growth_dicts(growths: list[Growth]) -> list[dict[str, Any]]:
 
 __all__ = [
     "EDGE_SAMPLES",
+    "SAMPLES_FILE",
+    "SAMPLE_SECONDS",
     "WARMUP_SECONDS",
     "Growth",
     "Sampler",

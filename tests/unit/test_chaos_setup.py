@@ -103,3 +103,23 @@ def test_options_as_the_docs_give_them() -> None:
 def test_the_reliability_page_opens_with_what_the_run_writes_there() -> None:
     page = Path(__file__).resolve().parents[2] / "docs" / "reliability.md"
     assert page.read_text(encoding="utf-8").startswith(report.PREFACE)
+
+
+def test_a_soak_spreads_about_a_thousand_sagas_an_hour_over_its_whole_window() -> None:
+    opts = options(["--soak-minutes", "60", "--docs", "none"])
+    assert isinstance(opts, Options)
+    assert opts.soak and opts.fault_seconds == 3600 and opts.sagas == 1000
+    assert opts.fault_gap == 15.0 and opts.sample_seconds == 60.0
+    given = options(["--soak-minutes", "10", "--sagas", "50", "--sample-seconds", "20"])
+    assert isinstance(given, Options) and given.sagas == 50 and given.sample_seconds == 20
+    plain = options([])
+    assert isinstance(plain, Options) and not plain.soak and plain.fault_gap == 4.5
+
+
+@pytest.mark.parametrize("argv", [["--soak-minutes", "0"], ["--soak-minutes", "5", "--sample-seconds", "0"]])
+def test_a_bad_soak_option_is_one_line_and_exit_2(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("chaos: --soak-minutes") and err.count("\n") == 1

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -151,3 +152,20 @@ def test_the_sampler_reads_a_real_process_tree_and_notes_a_new_pid(tmp_path: Pat
         for pid in children:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_the_report_carries_a_soaks_tables_and_a_plain_run_none() -> None:
+    from chaos.report import _soak
+
+    assert _soak(None) == []
+    g = Growth("worker-writer", 9, 40, 0, 204_800, 215_040, 5.0, 30, 30, 0)
+    lines = _soak(
+        {
+            "samples": 61,
+            "warmup_seconds": 600.0,
+            "growth": [asdict(g)],
+            "database": {"first_bytes": 1_048_576, "last_bytes": 2_097_152},
+        }
+    )
+    assert lines[0] == "Soak: 61 samples."
+    assert "| worker-writer | 40 | 0 | 200.0 → 210.0 MB | +5.0 % | 30 → 30 (+0) |" in lines
