@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import signal
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -200,5 +201,12 @@ def main(argv: list[str] | None = None) -> int:
     return run(opts)
 
 
+def _stop_on_term(signum: int, _frame: object) -> None:
+    """SIGTERM ends the run the way an error would: its `finally` stops the cluster it
+    started (PostgreSQL, Redis, the processes) instead of leaving them running."""
+    raise SystemExit(128 + signum)
+
+
 if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, _stop_on_term)
     raise SystemExit(main())

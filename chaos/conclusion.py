@@ -59,7 +59,6 @@ def conclude(
         retried=tuple(operator.retried),
     )
     findings = check(records)
-    soak = after_check() if after_check is not None else None
     paths = transitions(engine)
     with (r.dir / "transitions.json").open("w", encoding="utf-8") as fh:
         json.dump({sid: paths.get(sid, []) for sid in sorted(ours)}, fh, indent=1)
@@ -70,6 +69,9 @@ def conclude(
     }
     with (r.dir / "events-of-unusual-sagas.json").open("w", encoding="utf-8") as fh:
         json.dump(events_of(engine, unusual), fh, indent=1, default=str)
+    # Last: a soak's measurement prunes every finished saga, events included, so what the
+    # report reads from the events (paths, each saga's settle time) is read before it.
+    soak = after_check() if after_check is not None else None
     path_counts = Counter(" → ".join(["preparing"] + [t["to"] for t in paths.get(sid, [])]) for sid in ours)
     end = time.time()
     runs = figures.saga_runs(
