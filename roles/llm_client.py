@@ -271,7 +271,9 @@ def _reply(response: Any) -> ModelReply:
 
 def retry_after(headers: Any, *, now: datetime | None = None) -> float | None:
     """The seconds a response asked to wait: `retry-after-ms`, or `Retry-After` in seconds or as
-    an HTTP date; None when it asked nothing (or something unbelievable)."""
+    an HTTP date; None when it asked nothing (or something unbelievable). An HTTP date is
+    measured from the response's own `Date` when it has one: both are the server's clock, so
+    a server whose clock is minutes off ours still gets the wait it asked for."""
     seconds: float | None = None
     try:
         if (ms := headers.get("retry-after-ms")) is not None:
@@ -280,7 +282,9 @@ def retry_after(headers: Any, *, now: datetime | None = None) -> float | None:
             try:
                 seconds = float(value)
             except ValueError:
-                seconds = (parsedate_to_datetime(value) - (now or datetime.now(UTC))).total_seconds()
+                sent = headers.get("date")
+                since = parsedate_to_datetime(sent) if sent else (now or datetime.now(UTC))
+                seconds = (parsedate_to_datetime(value) - since).total_seconds()
     except (TypeError, ValueError):
         return None
     if seconds is None or not 0 <= seconds <= MAX_RETRY_AFTER:  # NaN fails both comparisons

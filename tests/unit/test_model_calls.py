@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from typing import Any
 
+import httpx
 import pytest
 
 from orchestrator.core.pipeline import Budget, ModelProfile
@@ -107,6 +108,19 @@ def test_retry_after_reads_seconds_milliseconds_and_dates() -> None:
     assert retry_after({}) is None
     for nonsense in ("soon", "-5", "nan", "1e12"):
         assert retry_after({"retry-after": nonsense}, now=now) is None, nonsense
+
+
+def test_a_retry_after_date_is_measured_on_the_servers_clock() -> None:
+    ours = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
+    theirs = ours - timedelta(minutes=10)  # the server's clock is ten minutes behind ours
+    headers = httpx.Headers(
+        {
+            "Date": format_datetime(theirs, usegmt=True),
+            "Retry-After": format_datetime(theirs + timedelta(seconds=30), usegmt=True),
+        }
+    )
+    assert retry_after(headers, now=ours) == 30.0
+    assert retry_after(httpx.Headers({"Date": "garbage", "Retry-After": headers["retry-after"]}), now=ours) is None
 
 
 def test_the_rules_load_no_adapter() -> None:
