@@ -40,6 +40,7 @@ import asyncio
 import atexit
 import json
 import logging
+import os
 import threading
 import weakref
 from collections.abc import Callable, Coroutine, Mapping, Sequence
@@ -98,6 +99,7 @@ class _LoopThread:
     """One asyncio loop on a daemon thread, for every MCP session of the process."""
 
     def __init__(self) -> None:
+        self.pid = os.getpid()  # a forked child (a prefork worker) starts its own
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="pressroom-mcp", daemon=True)
         self.thread.start()
@@ -115,8 +117,13 @@ def _loop() -> _LoopThread:
     global _THREAD
     with _LOCK:
         if _THREAD is None:
+            atexit.register(close_all)  # a forked child inherits it
+        elif _THREAD.pid != os.getpid():  # forked: the parent's loop thread is not here
+            for host in list(_OPEN):
+                if host.pid != os.getpid():
+                    _OPEN.discard(host)  # its sessions are the parent's to close
+        if _THREAD is None or _THREAD.pid != os.getpid():
             _THREAD = _LoopThread()
-            atexit.register(close_all)
         return _THREAD
 
 
@@ -194,6 +201,7 @@ class McpHost:
 
     def __init__(self, servers: Mapping[str, McpServer]) -> None:
         self.servers = dict(servers)
+        self.pid = os.getpid()
         self._conns: dict[str, _Connection] = {}
         self._closed = False
 

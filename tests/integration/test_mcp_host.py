@@ -225,7 +225,12 @@ def test_a_hostile_answer_is_data_and_widens_nothing(tmp_path: Path, corpus: Pat
         assert [m["status"] for m in refused] == ["rejected", "rejected"], refused
         assert received(calls, "delete") == []
         assert [e.status for e in events(app, "publish")] == [ToolStatus.REJECTED.value]
-        assert out["state"] in ("ready-for-review", "failed"), out
+        # The research went on with what it was allowed, and nothing of the answer's text
+        # became evidence.
+        assert out["state"] == "ready-for-review", out
+        with Session(app.engine) as s:
+            row = s.exec(select(ArtifactRow).where(ArtifactRow.kind == "evidence")).one()
+        assert row.body["passages"] and "IGNORE PREVIOUS" not in json.dumps(row.body)
     finally:
         app.close()
 
@@ -413,3 +418,29 @@ def test_sessions_still_open_at_exit_are_closed(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ended", done.stdout
+
+
+def test_a_forked_worker_runs_its_own_sessions(tmp_path: Path) -> None:
+    calls = tmp_path / "calls.jsonl"
+    # A prefork worker is forked from a process that may have opened sessions: the child's
+    # own host works on a loop thread of its own (the parent's thread is not in the child).
+    script = (
+        "import os, sys\n"
+        "from orchestrator.core.pipeline import McpServer\n"
+        "from orchestrator.toolpath.mcp_host import McpHost\n"
+        f"server = McpServer(command=tuple({command(calls)!r}), connect_timeout=5, call_timeout=5)\n"
+        "parent = McpHost.open({'archive': server})\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    with McpHost.open({'archive': server}) as child:\n"
+        "        answer = child.call('archive', 'search', {'query': 'forked'}, {})\n"
+        "    os._exit(0 if answer.structured_content['query'] == 'forked' else 1)\n"
+        "_, status = os.waitpid(pid, 0)\n"
+        "parent.close()\n"
+        "sys.exit(os.waitstatus_to_exitcode(status))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=SERVER.parents[2], timeout=40, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert [c["arguments"] for c in received(calls, "search")] == [{"query": "forked"}]
