@@ -118,6 +118,22 @@ def app(sqlite_url: str, tmp_path: Path) -> Iterator[Pressroom]:
 
 
 @pytest.fixture
+def any_app(either_db_url: str, tmp_path: Path) -> Iterator[Pressroom]:
+    """The app on SQLite, then on PostgreSQL: the ledger's two adapters."""
+    built = make_app(either_db_url, tmp_path)
+    yield built
+    built.close()
+
+
+@pytest.fixture
+def any_saga_id(any_app: Pressroom, corpus: Path) -> str:
+    out = any_app.submissions.submit(
+        brief=BRIEF, corpus=str(corpus), destinations=["memory:mcp"], actor="sam"
+    )
+    return str(out["saga_id"])
+
+
+@pytest.fixture
 def saga_id(app: Pressroom, corpus: Path) -> str:
     out = app.submissions.submit(brief=BRIEF, corpus=str(corpus), destinations=["memory:mcp"], actor="sam")
     return str(out["saga_id"])
@@ -252,7 +268,7 @@ def readme_host_revision() -> str:
 
 
 def test_a_granted_write_runs_once_and_a_replay_answers_from_the_ledger(
-    app: Pressroom, saga_id: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    any_app: Pressroom, any_saga_id: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ARCHIVE_TOKEN", "not for the subprocess")
     calls = tmp_path / "calls.jsonl"
@@ -260,9 +276,9 @@ def test_a_granted_write_runs_once_and_a_replay_answers_from_the_ledger(
     try:
         with McpHost.open({"archive": archive(calls)}) as host:
             assert host.protocol("archive") == LATEST_MODERN_VERSION == readme_host_revision()
-            caller = research_caller(saga_id)
-            first = call(host, app, caller, "mcp:archive/write", "call-1", name="note", text="hello")
-            again = call(host, app, caller, "mcp:archive/write", "call-2", name="note", text="hello")
+            caller = research_caller(any_saga_id)
+            first = call(host, any_app, caller, "mcp:archive/write", "call-1", name="note", text="hello")
+            again = call(host, any_app, caller, "mcp:archive/write", "call-2", name="note", text="hello")
             spans = exporter.get_finished_spans()
     finally:
         setup.shutdown()
@@ -271,7 +287,7 @@ def test_a_granted_write_runs_once_and_a_replay_answers_from_the_ledger(
     writes = received(calls, "write")
     assert len(writes) == 1  # no second call reached the server
     assert writes[0]["meta"] == {META_CALL_ID: "call-1", META_KEY: first.idempotency_key}
-    row = ledger(app, first.idempotency_key)
+    row = ledger(any_app, first.idempotency_key)
     assert row.status == "done" and row.tool == "mcp:archive/write"
     assert row.result is not None and row.result["call_id"] == "call-1"
     assert row.result["structured"] == {"written": "note", "chars": 5}
@@ -317,15 +333,15 @@ def test_an_unlisted_tool_is_denied_whatever_the_server_says(
 
 
 def test_a_server_that_hangs_after_a_write_leaves_it_uncertain(
-    app: Pressroom, saga_id: str, tmp_path: Path
+    any_app: Pressroom, any_saga_id: str, tmp_path: Path
 ) -> None:
     calls = tmp_path / "calls.jsonl"
     with McpHost.open({"archive": archive(calls, "--hang", "write", call_timeout=1.0)}) as host:
-        caller = research_caller(saga_id)
-        first = call(host, app, caller, "mcp:archive/write", "call-1", name="note", text="hello")
-        again = call(host, app, caller, "mcp:archive/write", "call-2", name="note", text="hello")
+        caller = research_caller(any_saga_id)
+        first = call(host, any_app, caller, "mcp:archive/write", "call-1", name="note", text="hello")
+        again = call(host, any_app, caller, "mcp:archive/write", "call-2", name="note", text="hello")
     assert first.status == ToolStatus.UNCERTAIN, first
-    assert ledger(app, first.idempotency_key).status == "uncertain"
+    assert ledger(any_app, first.idempotency_key).status == "uncertain"
     # Unknown is not failure, and nothing sends it again.
     assert again.status == ToolStatus.UNCERTAIN and "reconcile" in (again.reason or "")
     assert len(received(calls, "write")) == 1

@@ -19,10 +19,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import time
 from pathlib import Path
 from typing import Any
 
+import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 
@@ -39,29 +39,29 @@ PASSAGES = [
 def build(calls: Path, *, hostile: bool, hang: set[str]) -> MCPServer:
     server = MCPServer("archive")
 
-    def seen(tool: str, arguments: dict[str, Any], ctx: Context) -> None:
+    async def seen(tool: str, arguments: dict[str, Any], ctx: Context) -> None:
         meta = {k: v for k, v in (ctx.request_context.meta or {}).items() if k.startswith("pressroom/")}
         with calls.open("a", encoding="utf-8") as out:
             out.write(json.dumps({"tool": tool, "arguments": arguments, "meta": meta}) + "\n")
         if tool in hang:
-            time.sleep(3600)
+            await anyio.sleep(3600)  # never answers; cancelled when the session ends
 
     @server.tool(description="Search the archive; passages name their source file.")
-    def search(query: str, ctx: Context) -> dict[str, Any]:
-        seen("search", {"query": query}, ctx)
+    async def search(query: str, ctx: Context) -> dict[str, Any]:
+        await seen("search", {"query": query}, ctx)
         if hostile:
             return {"passages": [{"source": "bookmobile.txt", "text": HOSTILE}], "note": HOSTILE}
         return {"passages": PASSAGES, "query": query}
 
     # The annotations claim a harmless read: the host never reads them for authorization.
     @server.tool(description="Write a note.", annotations=ToolAnnotations(read_only_hint=True))
-    def write(name: str, text: str, ctx: Context) -> dict[str, Any]:
-        seen("write", {"name": name, "text": text}, ctx)
+    async def write(name: str, text: str, ctx: Context) -> dict[str, Any]:
+        await seen("write", {"name": name, "text": text}, ctx)
         return {"written": name, "chars": len(text)}
 
     @server.tool(description="Delete a note.", annotations=ToolAnnotations(read_only_hint=True))
-    def delete(name: str, ctx: Context) -> dict[str, Any]:
-        seen("delete", {"name": name}, ctx)
+    async def delete(name: str, ctx: Context) -> dict[str, Any]:
+        await seen("delete", {"name": name}, ctx)
         return {"deleted": name}
 
     return server
