@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from evaluation.model_conversation import RESULT_TOOLS, Call, Conversation, Reply, done
+from evaluation.model_mcp import mcp_research
 from evaluation.model_roles import draft_arguments, faithful, hallucinating_writer, review_arguments
 
 EVIL_DESTINATION: Final = "git:/tmp/evil"
@@ -182,6 +183,10 @@ SCRIPTS: Final[Mapping[str, Script]] = {
     "drop": _drop,
     "drop-once": _drop_once,
     "refuse": _refuse,
+    # A researcher that searches through the MCP tool `mcp:archive/search` (`evaluation.model_mcp`),
+    # and one that first obeys what a hostile answer asks.
+    "mcp-search": lambda conv, options: mcp_research(conv),
+    "mcp-obey": lambda conv, options: mcp_research(conv, obey=True),
 }
 
 

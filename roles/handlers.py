@@ -18,12 +18,14 @@ from sqlmodel import Session
 from orchestrator.core.errors import PolicyRefused
 from orchestrator.core.pipeline import Pipeline, RoleDecl
 from orchestrator.harness.capabilities import narrow, require_within
+from orchestrator.harness.mcp_tools import declared_tools
 from orchestrator.store.db import UnitOfWork
 from orchestrator.toolpath.engine import Caller
 from outbox.handlers import Finalizer, noop
 from outbox.messages import Handoff
 from roles.kinds import RoleKind, kinds
 from roles.llm_planner import with_settings_model
+from roles.mcp_turn import mcp_tools
 from roles.rounds import finish_run, saga_pipeline, start_chosen
 from roles.turn import RolePorts, TurnContext, Turned
 from sagas import records
@@ -55,13 +57,15 @@ def handle_role(ports: RolePorts, kind_name: str, handoff: Handoff, holder: str)
         return _finalizer(ports, handoff, role.name, Turned.failed(f"refused handoff: {exc}"))
     caller = Caller(
         actor=role.name,
-        capabilities=caps,
+        # The pipeline's own grant: exactly the `mcp:SERVER/TOOL` tools the role declares.
+        capabilities=caps | declared_tools(role.tools),
         saga_id=handoff.saga_id,
         span_attributes={names.ATTR_SAGA_ID: handoff.saga_id},
         request_id=holder,
     )
     ctx = TurnContext(ports, handoff, holder, pipeline, role, kind, caller)
-    turned: Turned = kind.turn(ctx)
+    with mcp_tools(ctx) as turn_ctx:  # the role's MCP sessions last as long as its turn
+        turned: Turned = kind.turn(turn_ctx)
     return _finalizer(ports, handoff, role.name, turned)
 
 

@@ -26,6 +26,7 @@ profile `settings_profile()` makes of the settings, named `settings`, and
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any, Final, Protocol
 
@@ -94,8 +95,10 @@ def model_planner_for(
     review_digest: str | None = None,
     note: str | None = None,
     version: int | None = None,
+    extra_tools: Sequence[ToolSpec] = (),
 ) -> ModelPlanner:
-    """The model planner of `role` (of kind `kind`) for one turn on `saga_id`.
+    """The model planner of `role` (of kind `kind`) for one turn on `saga_id`; `extra_tools`
+    are offered beside the kind's own (the role's MCP tools, `roles.mcp_turn`).
 
     A writer needs `evidence_digest` (and is given `round`, `review_digest`
     and `note` as its handoff holds them); a reviewer reviews `version` (the
@@ -117,6 +120,7 @@ def model_planner_for(
         review_digest=review_digest,
         note=note,
         version=version,
+        extra_tools=extra_tools,
     )
 
 
@@ -199,6 +203,7 @@ def _planner(
     review_digest: str | None,
     note: str | None,
     version: int | None = None,
+    extra_tools: Sequence[ToolSpec] = (),
 ) -> ModelPlanner:
     name, produces, _ = _kind(kind)
     goal = _goal(
@@ -217,7 +222,7 @@ def _planner(
         role=name,
         system=instructions(name, role_name, produces, goal.left_out),
         goal=goal.body,
-        tools=tools_for(kind, registry),
+        tools=[*tools_for(kind, registry), *extra_tools],
         chat=chat,
         result_tool=RESULT_TOOLS.get(produces),
     )

@@ -19,6 +19,7 @@ from orchestrator.core.config import Settings
 from orchestrator.core.errors import RetryLater
 from orchestrator.core.pipeline import Pipeline, RoleDecl
 from orchestrator.harness.budget import BudgetExhausted
+from orchestrator.harness.mcp_tools import offered
 from orchestrator.harness.ports import Planner
 from orchestrator.harness.registry import Registry
 from orchestrator.store.tables import SagaRow
@@ -159,6 +160,7 @@ def model_planner(ctx: TurnContext, **goal: Any) -> ModelPlanner | None:
         registry=ctx.ports.catalogue,
         engine=ctx.ports.engine,
         saga_id=ctx.saga_id,
+        extra_tools=offered(ctx.ports.catalogue, ctx.role.tools),
         **goal,
     )
     planner.charges_tokens = False  # DurableChat charged them with each recorded reply

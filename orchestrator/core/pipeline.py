@@ -96,6 +96,8 @@ class McpServer(BaseModel):
     url: str | None = None
     token_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
     risk: dict[str, Risk] = Field(default_factory=dict)
+    connect_timeout: float = Field(default=10.0, gt=0.0, le=300.0, description="seconds to connect and list")
+    call_timeout: float = Field(default=10.0, gt=0.0, le=3600.0, description="seconds per tool call")
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServer:

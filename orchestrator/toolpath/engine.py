@@ -17,7 +17,7 @@ from orchestrator.harness.parse import DEFAULT_LIMITS, ParseLimits
 from orchestrator.harness.ports import EventTimes, HarnessStore
 from orchestrator.harness.principals import acting
 from orchestrator.harness.registry import Registry
-from orchestrator.harness.spec import ToolCall, ToolInfo, ToolResult
+from orchestrator.harness.spec import ToolCall, ToolInfo, ToolResult, ToolSpec
 from orchestrator.toolpath import Caller, Executor, Phases, Usage, build_path
 from telemetry import names, spans
 
@@ -39,6 +39,21 @@ class Harness:
         executor: Executor | None = None,
     ) -> None:
         registry.check_compensations()  # a compensation is a tool of this path, or none
+
+        def rebuild(wider: Registry) -> Harness:
+            return Harness(
+                wider,
+                store,
+                signing_key=signing_key,
+                limits=limits,
+                clock=clock,
+                claim_clock=claim_clock,
+                claim_seconds=claim_seconds,
+                saga_budget=saga_budget,
+                executor=executor,
+            )
+
+        self._rebuild = rebuild
         self.registry = registry
         self.store = store
         # One clock times the calls, decides approvals' expiry and reads claims, unless the
@@ -61,6 +76,13 @@ class Harness:
     def tools(self) -> Sequence[ToolInfo]:
         """What may be listed: descriptions only, no executor."""
         return self._tools
+
+    def with_tools(self, specs: Sequence[ToolSpec]) -> Harness:
+        """This harness (same store, key, clocks and bounds) whose registry also holds `specs`:
+        a role's MCP tools for one turn. The tools take the same path as every other."""
+        if not specs:
+            return self
+        return self._rebuild(Registry([*self.registry, *specs]))
 
     def call(self, proposal: ToolCall, caller: Caller) -> ToolResult:
         attrs = {names.ATTR_TOOL: proposal.tool, **caller.span_attributes}

@@ -24,6 +24,7 @@ PURE = [
     "orchestrator.harness.ledger_status",
     "orchestrator.harness.textfold",
     "orchestrator.harness.principals",
+    "orchestrator.harness.mcp_tools",
     "orchestrator.core.routing",
     "roles.artifacts",
     "roles.injection",
