@@ -28,7 +28,11 @@ class Handoff(BaseModel):
     saga_id: str
     work_id: str
     artifacts: tuple[ArtifactRef, ...] = ()
+    # Names only, kept readable for earlier releases: authority comes from `handle`.
     capabilities: tuple[str, ...] = ()
+    # The signed capability handle the coordinator minted for this work
+    # (`orchestrator.harness.handles`); None from a release before handles.
+    handle: str | None = Field(default=None, max_length=16_384)
     version: int | None = None
     version_digest: str | None = None
     round: int = 0

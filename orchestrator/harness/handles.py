@@ -113,6 +113,21 @@ class Task:
 
 
 @dataclass(frozen=True)
+class Grant:
+    """What the coordinator asks a handoff's root handle to hold: its role, the role kind's
+    table and the task. The dispatcher mints it, with the work's id as the handle's id."""
+
+    role: str
+    table: frozenset[str]
+    task: Task
+
+    def mint(self, *, handle_id: str, saga_id: str, now: datetime) -> Handle:
+        return mint(
+            handle_id=handle_id, saga_id=saga_id, role=self.role, table=self.table, task=self.task, now=now
+        )
+
+
+@dataclass(frozen=True)
 class CallView:
     """What `check` judges of one tool call: its capability, its tool and what it touches."""
 
@@ -272,6 +287,28 @@ def check(handle: Handle, call: CallView, *, now: datetime, used: int = 0) -> Fa
     return None
 
 
+@dataclass(frozen=True)
+class HandleUse:
+    """One counted use of a handle's action, for the store to spend in the call's intent."""
+
+    handle_id: str
+    saga_id: str
+    action: str
+    key: str  # `use_key`: the same call again is the same use
+    limit: int
+
+    def refusal(self) -> str:
+        return f"capability handle {self.handle_id} has no {self.action!r} uses left ({self.limit} allowed)"
+
+
+def counted_use(handle: Handle, *, action: str, tool: str, args_digest: str) -> HandleUse | None:
+    """The use a call of `action` spends of `handle`, or None when the action is not counted."""
+    limit = handle.counts.get(action)
+    if limit is None:
+        return None
+    return HandleUse(handle.id, handle.saga_id, action, use_key(tool, args_digest), limit)
+
+
 def use_key(tool: str, args_digest: str) -> str:
     """What makes two calls the same call for counting: a replay of it is not a second use."""
     return sha256_hex(f"{tool}\n{args_digest}".encode())
@@ -283,12 +320,15 @@ __all__ = [
     "VERSION",
     "CallView",
     "Fault",
+    "Grant",
     "Handle",
     "HandleRefused",
+    "HandleUse",
     "Problem",
     "Task",
     "admit",
     "check",
+    "counted_use",
     "encode",
     "mint",
     "narrow",

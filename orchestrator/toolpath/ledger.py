@@ -21,6 +21,7 @@ from orchestrator.core.errors import (
     ApproverLapsed,
     IdempotencyConflict,
     KeyInFlight,
+    PolicyRefused,
     PressroomError,
 )
 from orchestrator.harness import ports
@@ -44,6 +45,7 @@ class Ledger:
         claim_seconds: float,
         saga_budget: int = 0,
         clock: Callable[[], datetime] = DATABASE_TIME.now,
+        uses: ports.HandleUses | None = None,
     ) -> None:
         self.next = next
         self.store = store
@@ -54,6 +56,8 @@ class Ledger:
         self.saga_budget = saga_budget
         # Claims are deadlines the store writes by its clock: compared with the same clock.
         self.clock = clock
+        # Where a counted write's handle use is spent, in its intent's transaction.
+        self.uses = uses
 
     def __call__(self, c: Call) -> ToolResult:
         if c.ledger is not None and c.ledger.status in (
@@ -137,18 +141,24 @@ class Ledger:
             return self.answers.refuse_call(c, str(exc), Refusal.APPROVAL_STALE)
         except BudgetExhausted as exc:
             return self.answers.refuse_call(c, str(exc), Refusal.BUDGET_EXHAUSTED)
+        except PolicyRefused as exc:  # a capability handle with no use left
+            return self.answers.refuse_call(c, str(exc), Refusal.POLICY)
         except PressroomError as exc:  # a pre-execute check said no: nothing pending, nothing sent
             return self.answers.refuse_call(c, str(exc), Refusal.BOUND)
 
-    @staticmethod
-    def _guard(c: Call) -> Callable[[object], None] | None:
-        """The tool's checks that must hold when its intent commits, as one guard."""
-        checks = c.spec.pre_execute
-        if not checks:
+    def _guard(self, c: Call) -> Callable[[object], None] | None:
+        """The tool's checks that must hold when its intent commits, as one guard; first the
+        handle use the call spends (counted there, so a refused intent spends nothing)."""
+        checks, use, uses = c.spec.pre_execute, c.use, self.uses
+        if not checks and use is None:
             return None
         ctx, model = c.context(), c.model
 
         def guard(tx: object) -> None:
+            if use is not None:
+                if uses is None:  # fail closed: a count nobody keeps is no count
+                    raise PolicyRefused(f"{use.refusal()}: this path keeps no counts")
+                uses.spend(tx, use)
             for check in checks:
                 check(tx, ctx, model)
 
