@@ -248,6 +248,9 @@ def verify(token: str | None, key: bytes) -> Handle:
     if not isinstance(raw, dict) or raw.get("v") != VERSION:
         version = raw.get("v") if isinstance(raw, dict) else None
         raise HandleRefused(Fault(Problem.VERSION, f"capability handle version {version!r} is not known"))
+    depth = raw.get("depth")
+    if isinstance(depth, int) and depth < 0:  # a grandchild beyond its root's delegation depth
+        raise HandleRefused(Fault(Problem.DEPTH, "capability handle is beyond its delegation depth"))
     try:
         return Handle.model_validate(raw)
     except ValidationError:

@@ -134,6 +134,12 @@ def test_narrow_takes_depth_and_the_task() -> None:
     assert info.value.fault.problem is Problem.DEPTH
 
 
+def test_a_signed_grandchild_beyond_the_depth_is_refused() -> None:
+    child = narrow(root(), child_id="h2")
+    beyond = child.model_copy(update={"id": "h3", "parent": "h2", "depth": child.depth - 1})
+    assert refused(encode(beyond, KEY)) is Problem.DEPTH
+
+
 @pytest.mark.parametrize(
     "ask",
     [
