@@ -48,6 +48,7 @@ def rewrite(app: Pressroom, sid: str, task: str, change: Callable[[dict[str, Any
 def resign(key: bytes = KEY, **update: Any) -> Callable[[dict[str, Any]], None]:
     def change(payload: dict[str, Any]) -> None:
         handle: Handle = verify(payload["handle"], KEY)
+        assert handle.id == payload["work_id"] and handle.parent is None  # a root, named for its work
         payload["handle"] = encode(handle.model_copy(update=update), key)
 
     return change
@@ -99,12 +100,12 @@ def test_tampered_handles_are_refused_across_processes(
         for name, change in cases.items():
             sagas[name] = submit(one)
             rewrite(app, sagas[name], RESEARCH, change)
-        counted, outside = submit(one, two), submit(one, two)
+        counted, outside, unhandled = submit(one, two), submit(one, two), submit(one)
 
         relay = procs.relay()
         for sid in sagas.values():
             wait_until(lambda sid=sid: saga_state(env, sid) == "failed", timeout=60, what=f"{sid} failed")
-        for sid in (counted, outside):
+        for sid in (counted, outside, unhandled):
             wait_until(lambda sid=sid: saga_state(env, sid) == "ready-for-review", timeout=90, what="review")
         problems = {
             name: [(e["actor"], e["status"], e["detail"]["problem"]) for e in events(app, sid, "capability")]
@@ -124,12 +125,13 @@ def test_tampered_handles_are_refused_across_processes(
 
         # The publisher: approvals made while no relay runs, their handles rewritten.
         relay.stop()
-        for sid in (counted, outside):
+        for sid in (counted, outside, unhandled):
             app.reviews.approve(sid, version=1, actor="erin")
         rewrite(app, counted, PUBLISH, resign(counts={"publish": 1, "publish.compensate": 2}))
         rewrite(app, outside, PUBLISH, resign(destinations=(one,)))
+        rewrite(app, unhandled, PUBLISH, drop_handle)
         procs.relay("relay-2")
-        for sid in (counted, outside):
+        for sid in (counted, outside, unhandled):
             wait_until(lambda sid=sid: saga_state(env, sid) == "failed", timeout=60, what=f"{sid} failed")
 
         def refusals(sid: str) -> list[str]:

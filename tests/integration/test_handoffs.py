@@ -4,7 +4,7 @@ role's kind, or none at all, is refused with an event and fails the saga (a pers
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -13,11 +13,11 @@ from sqlmodel import Session, select
 from orchestrator.core.errors import PolicyRefused
 from orchestrator.core.pipeline import RoleDecl
 from orchestrator.core.routing import DRAFT
-from orchestrator.harness.handles import Grant, Handle, Task
+from orchestrator.harness.handles import Grant, Handle, Task, encode
 from orchestrator.pressroom import Pressroom
 from orchestrator.store.db import unit_of_work
 from orchestrator.store.outbox_tables import OutboxRow
-from outbox.messages import Envelope
+from outbox.messages import Envelope, Handoff
 from roles.handlers import capabilities_for
 from tests.integration.helpers import make_app
 
@@ -83,3 +83,32 @@ def test_names_listed_without_a_handle_grant_nothing(sqlite_url: str, tmp_path: 
     assert [e["detail"]["problem"] for e in events if e["kind"] == "capability"] == ["missing"]
     retried = app.reviews.retry(sid, actor="olga")
     assert retried["state"] == "ready-for-review" and retried["version"] == 1, retried
+
+
+def test_the_publisher_acts_only_under_a_publisher_handle(sqlite_url: str, tmp_path: Path) -> None:
+    """Wider than the publisher's table, for another role or saga, or forged: every call refused."""
+    app = make_app(sqlite_url, tmp_path)
+    key = app.signing_key
+    good = Handle(
+        id="w",
+        saga_id="s",
+        role="publisher",
+        actions=("publish",),
+        destinations=("memory:a",),
+        expires_at=NOW,
+        depth=1,
+    )
+    later = good.model_copy(update={"expires_at": app.clock.now() + timedelta(hours=1)})
+
+    def authority(handle: Handle, key: bytes = key) -> str | None:
+        return app.runner.authority(Handoff(saga_id="s", work_id="w", handle=encode(handle, key)))[1]
+
+    assert authority(later) is None
+    assert "wider: corpus.read" in (
+        authority(later.model_copy(update={"actions": ("corpus.read", "publish")})) or ""
+    )
+    assert "is for role 'writer'" in (authority(later.model_copy(update={"role": "writer"})) or "")
+    assert "another saga" in (authority(later.model_copy(update={"saga_id": "t"})) or "")
+    assert "expired" in (authority(good) or "")
+    assert "does not verify" in (authority(later, b"another key") or "")
+    app.engine.dispose()

@@ -213,3 +213,26 @@ def test_narrow_never_widens(
     assert all(n <= parent.counts.get(a, n) for a, n in child.counts.items())
     assert child.expires_at <= parent.expires_at
     assert child.depth == parent.depth - 1 and child.saga_id == parent.saga_id
+
+
+def test_the_grants_the_coordinator_mints() -> None:
+    """A role's: its kind's table, its declared tools, the saga's corpus; the publisher's: its
+    table on the saga's destinations, one publish and one undo each; 24 hours, one hand-on."""
+    from orchestrator.core.pipeline import RoleDecl
+    from orchestrator.store.tables import SagaRow
+    from roles.rounds import role_grant
+    from sagas.execution_steps import publisher_grant
+
+    assert timedelta(hours=24) == LIFETIME
+    saga = SagaRow(id="s", brief="b", corpus="/corpus", destinations=["memory://a"])
+    decl = RoleDecl(name="scout", kind="researcher", tools=("mcp:docs/search",))
+    role = role_grant(saga, frozenset({"corpus.read"}), decl).mint(handle_id="w", saga_id="s", now=NOW)
+    assert (role.role, role.actions, role.tools) == (
+        "scout",
+        ("corpus.read", "mcp:docs/search"),
+        ("mcp:docs/search",),
+    )
+    assert (role.corpus, role.destinations, role.counts, role.depth) == ("/corpus", (), {}, 1)
+    pub = publisher_grant(DESTS).mint(handle_id="w", saga_id="s", now=NOW)
+    assert pub.actions == tuple(sorted(TABLE)) and pub.destinations == tuple(sorted(DESTS))
+    assert pub.counts == {"publish": 2, "publish.compensate": 2} and pub.depth == 1
