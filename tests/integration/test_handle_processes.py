@@ -3,7 +3,7 @@ PostgreSQL and Redis, with handoffs whose handles were tampered with on their wa
 
 One topology runs every case: sagas submitted while no relay runs have their first
 handoff rewritten in the outbox (forged, widened, expired, beyond its delegation depth,
-missing as from an earlier release); approvals made while the relay is stopped again
+missing as from an earlier release, another saga's); approvals made while the relay is stopped again
 have the publisher's handle rewritten (a count below the destinations, a destination
 left out). Each is refused by the worker that receives it, with its event, and its saga
 fails the way a policy refusal fails it; the missing-handle saga is retried to review.
@@ -101,6 +101,9 @@ def test_tampered_handles_are_refused_across_processes(
             sagas[name] = submit(one)
             rewrite(app, sagas[name], RESEARCH, change)
         counted, outside, unhandled = submit(one, two), submit(one, two), submit(one)
+        # A valid handle replayed outside its saga: another saga's researcher handle.
+        sagas["replayed"] = submit(one)
+        rewrite(app, sagas["replayed"], RESEARCH, lambda p: p.update(handle=_handle(app, counted, RESEARCH)))
 
         relay = procs.relay()
         for sid in sagas.values():
@@ -117,6 +120,7 @@ def test_tampered_handles_are_refused_across_processes(
             "expired": [("researcher", "refused", "expired")],
             "depth": [("researcher", "refused", "depth")],
             "missing": [("researcher", "refused", "missing")],
+            "replayed": [("researcher", "refused", "other_saga")],
         }
         for sid in sagas.values():
             status = app.reads.status(sid)
@@ -162,8 +166,12 @@ def test_tampered_handles_are_refused_across_processes(
         app.engine.dispose()
 
 
-def _handle_id(app: Pressroom, sid: str) -> str:
+def _handle(app: Pressroom, sid: str, task: str) -> str:
     with Session(app.engine) as s:
-        row = s.exec(select(OutboxRow).where(OutboxRow.saga_id == sid, OutboxRow.task == PUBLISH)).first()
+        row = s.exec(select(OutboxRow).where(OutboxRow.saga_id == sid, OutboxRow.task == task)).first()
         assert row is not None
-        return verify(row.payload["handle"], KEY).id
+        return str(row.payload["handle"])
+
+
+def _handle_id(app: Pressroom, sid: str) -> str:
+    return verify(_handle(app, sid, PUBLISH), KEY).id
