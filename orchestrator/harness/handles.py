@@ -42,7 +42,8 @@ _DOMAIN = b"pressroom capability handle\n"
 LIFETIME = timedelta(hours=24)
 # How many times a role's handle may be handed on (a sub-agent, and no further).
 ROOT_DEPTH = 1
-MAX_TOKEN = 16_384
+# An encoded handle's bound: room for many destinations of URIs up to 2 KiB each.
+MAX_TOKEN = 1 << 20
 
 
 class Problem(StrEnum):
@@ -319,6 +320,7 @@ def use_key(tool: str, args_digest: str) -> str:
 
 __all__ = [
     "LIFETIME",
+    "MAX_TOKEN",
     "ROOT_DEPTH",
     "VERSION",
     "CallView",

@@ -236,3 +236,14 @@ def test_the_grants_the_coordinator_mints() -> None:
     pub = publisher_grant(DESTS).mint(handle_id="w", saga_id="s", now=NOW)
     assert pub.actions == tuple(sorted(TABLE)) and pub.destinations == tuple(sorted(DESTS))
     assert pub.counts == {"publish": 2, "publish.compensate": 2} and pub.depth == 1
+
+
+def test_a_handle_for_many_long_destinations_fits_a_handoff() -> None:
+    from outbox.messages import Handoff
+
+    many = frozenset(f"webhook:https://example.org/{i:04d}/{'x' * 2000}" for i in range(100))
+    task = Task(actions=TABLE, destinations=many, counts={"publish": 100})
+    token = encode(mint(handle_id="w", saga_id="s", role="publisher", table=TABLE, task=task, now=NOW), KEY)
+    assert verify(Handoff(saga_id="s", work_id="w", handle=token).handle, KEY).destinations == tuple(
+        sorted(many)
+    )
