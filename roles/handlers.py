@@ -47,10 +47,11 @@ def capabilities_for(kind: RoleKind | str, handle: Handle, role: RoleDecl | None
     return narrow(asked, table, table)
 
 
-def admitted(ports: RolePorts, handoff: Handoff, role: str) -> Handle:
-    """The handoff's handle, verified and bound to its saga and `role`; `HandleRefused` if not."""
+def admitted(ports: RolePorts, handoff: Handoff, role: str, corpus: str) -> Handle:
+    """The handoff's handle, verified and bound to its saga, `role` and the saga's `corpus`;
+    `HandleRefused` if not."""
     handle = verify(handoff.handle, ports.signing_key)
-    fault = admit(handle, saga_id=handoff.saga_id, role=role, now=ports.clock.now())
+    fault = admit(handle, saga_id=handoff.saga_id, role=role, now=ports.clock.now(), corpus=corpus)
     if fault is not None:
         raise HandleRefused(fault)
     return handle
@@ -76,9 +77,9 @@ def handle_role(ports: RolePorts, kind_name: str, handoff: Handoff, holder: str)
     found = _current(ports, kind, handoff)
     if found is None:
         return noop
-    pipeline, role = found
+    pipeline, role, corpus = found
     try:
-        handle = admitted(ports, handoff, role.name)
+        handle = admitted(ports, handoff, role.name, corpus)
         caps = capabilities_for(kind, handle, role)
     except (HandleRefused, PolicyRefused) as exc:
         event = refused_event(handoff, role.name, exc)
@@ -96,8 +97,8 @@ def handle_role(ports: RolePorts, kind_name: str, handoff: Handoff, holder: str)
     return _finalizer(ports, handoff, role.name, turned)
 
 
-def _current(ports: RolePorts, kind: RoleKind, handoff: Handoff) -> tuple[Pipeline, RoleDecl] | None:
-    """The saga's pipeline and the role the handoff names, when the handoff is for the saga's
+def _current(ports: RolePorts, kind: RoleKind, handoff: Handoff) -> tuple[Pipeline, RoleDecl, str] | None:
+    """The saga's pipeline, the role the handoff names and the saga's corpus, when the handoff is for the saga's
     current round, that role is of this kind, and (for a reviewer) the head is the version
     it names; None otherwise (a message of an earlier round, or one for another saga state)."""
     with Session(ports.engine) as s:
@@ -108,11 +109,12 @@ def _current(ports: RolePorts, kind: RoleKind, handoff: Handoff) -> tuple[Pipeli
             return None
         # `PRESSROOM_MODEL` plans the deterministic writers of any pipeline (a "settings" profile).
         pipeline = with_settings_model(saga_pipeline(s, saga), ports.settings)
+        corpus = saga.corpus
     name = handoff.role or kind.name
     role = next((r for r in pipeline.roles if r.name == name), None)
     if role is None or role.kind != kind.name:
         return None
-    return pipeline, role
+    return pipeline, role, corpus
 
 
 def _from_before_rounds(ports: RolePorts, handoff: Handoff) -> bool:

@@ -258,14 +258,19 @@ def verify(token: str | None, key: bytes) -> Handle:
         raise HandleRefused(Fault(Problem.MALFORMED, "capability handle is malformed")) from None
 
 
-def admit(handle: Handle, *, saga_id: str, role: str, now: datetime) -> Fault | None:
-    """Why `handle` may not be used for `role`'s work on `saga_id` at `now`, or None."""
+def admit(
+    handle: Handle, *, saga_id: str, role: str, now: datetime, corpus: str | None = None
+) -> Fault | None:
+    """Why `handle` may not be used for `role`'s work on `saga_id` (reading `corpus`, when
+    given: the saga's) at `now`, or None."""
     if handle.saga_id != saga_id:
         return Fault(Problem.OTHER_SAGA, f"capability handle {handle.id} belongs to another saga")
     if handle.role != role:
         return Fault(Problem.OTHER_ROLE, f"capability handle {handle.id} is for role {handle.role!r}")
     if handle.expires_at <= now:
         return Fault(Problem.EXPIRED, f"capability handle {handle.id} expired")
+    if corpus is not None and handle.corpus != corpus:
+        return Fault(Problem.RESOURCE, f"capability handle {handle.id} does not cover corpus {corpus}")
     return None
 
 

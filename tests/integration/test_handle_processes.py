@@ -3,7 +3,7 @@ PostgreSQL and Redis, with handoffs whose handles were tampered with on their wa
 
 One topology runs every case: sagas submitted while no relay runs have their first
 handoff rewritten in the outbox (forged, widened, expired, beyond its delegation depth,
-missing as from an earlier release, another saga's); approvals made while the relay is stopped again
+missing as from an earlier release, another saga's, another corpus); approvals made while the relay is stopped again
 have the publisher's handle rewritten (a count below the destinations, a destination
 left out). Each is refused by the worker that receives it, with its event, and its saga
 fails the way a policy refusal fails it; the missing-handle saga is retried to review.
@@ -95,6 +95,7 @@ def test_tampered_handles_are_refused_across_processes(
             "expired": resign(expires_at=app.clock.now() - timedelta(seconds=1)),
             "depth": resign(id="grandchild", parent="child", depth=-1),
             "missing": drop_handle,
+            "corpus": resign(corpus="/another/corpus"),
         }
         sagas = {}
         for name, change in cases.items():
@@ -121,6 +122,7 @@ def test_tampered_handles_are_refused_across_processes(
             "depth": [("researcher", "refused", "depth")],
             "missing": [("researcher", "refused", "missing")],
             "replayed": [("researcher", "refused", "other_saga")],
+            "corpus": [("researcher", "refused", "resource")],
         }
         for sid in sagas.values():
             status = app.reads.status(sid)

@@ -61,7 +61,9 @@ def test_a_widened_handle_changes_nothing_and_fails_the_saga(
     sqlite_url: str, tmp_path: Path, corpus: Path
 ) -> None:
     wide = frozenset({"draft.write", "publish", "approval.grant"})
-    app, sid = _deliver_draft(sqlite_url, tmp_path, corpus, grant=Grant("writer", wide, Task(wide)))
+    app, sid = _deliver_draft(
+        sqlite_url, tmp_path, corpus, grant=Grant("writer", wide, Task(wide, corpus=str(corpus)))
+    )
     status = app.reads.status(sid)
     assert status["state"] == "failed"
     assert "publish" in status["reason"] and "not granted" in status["reason"]

@@ -294,7 +294,12 @@ def test_an_earlier_rounds_message_changes_nothing_and_a_wider_handoff_fails(
     wide = frozenset({"draft.write", "publish"})
     with unit_of_work(held.engine) as uow:
         held.dispatcher.dispatch(
-            uow, saga_id=sid, task=DRAFT, round=2, role="writer", grant=Grant("writer", wide, Task(wide))
+            uow,
+            saga_id=sid,
+            task=DRAFT,
+            round=2,
+            role="writer",
+            grant=Grant("writer", wide, Task(wide, corpus=str(corpus))),
         )
     assert _deliver(app, _outbox(app, DRAFT)[-1]) == "applied"
     failed = app.reads.status(sid)

@@ -87,6 +87,14 @@ def test_admit_checks_saga_role_and_expiry() -> None:
     assert admit(h, saga_id="s1", role="publisher", now=NOW) is None
     assert admit(h, saga_id="s2", role="publisher", now=NOW).problem is Problem.OTHER_SAGA  # type: ignore[union-attr]
     assert admit(h, saga_id="s1", role="writer", now=NOW).problem is Problem.OTHER_ROLE  # type: ignore[union-attr]
+    corpus = admit(
+        h.model_copy(update={"corpus": "/c"}), saga_id="s1", role="publisher", now=NOW, corpus="/d"
+    )
+    assert corpus is not None and corpus.problem is Problem.RESOURCE
+    assert (
+        admit(h.model_copy(update={"corpus": "/c"}), saga_id="s1", role="publisher", now=NOW, corpus="/c")
+        is None
+    )
     late = NOW + LIFETIME
     assert admit(h, saga_id="s1", role="publisher", now=late).problem is Problem.EXPIRED  # type: ignore[union-attr]
 
