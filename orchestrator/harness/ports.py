@@ -221,8 +221,8 @@ class HandleUses(Protocol):
     """The durable count of capability handles' uses, shared by every process and retry."""
 
     def spend(self, tx: Any, use: HandleUse) -> None:
-        """Count `use` inside `tx` (the call's intent transaction, its saga locked); the same
-        use again counts nothing. Raises `PolicyRefused` when the handle has no use left."""
+        """Count `use` inside `tx`, the transaction that records the call (a write's intent,
+        its saga locked; a read's result); the same use again counts nothing. Raises `PolicyRefused` when the handle has no use left."""
         ...
 
 

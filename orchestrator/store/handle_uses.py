@@ -2,9 +2,10 @@
 
 One row per (handle, call): a handle's id is its work's id, so every delivery of
 that work, a lease recovery's too, spends the same counts. A row is written in
-the intent transaction of the call it counts (the saga's row locked, so two
-calls of one saga never both take the last use); the same call again (the same
-tool and arguments) finds its row and counts nothing.
+the transaction that records the call it counts: a write's intent (the saga's
+row locked, so two calls of one saga never both take the last use) or a read's
+result; the same call again (the same tool and arguments) finds its row and
+counts nothing.
 """
 
 from __future__ import annotations

@@ -69,7 +69,7 @@ class Authorize:
 
     def _handle(self, c: Call) -> str | None:
         """Why the caller's capability handle does not allow this call (None: it does, or the
-        caller acts without one); a counted write learns the use its intent spends."""
+        caller acts without one); a counted call learns the use its record spends."""
         if c.caller.handle_refusal is not None:
             return c.caller.handle_refusal
         handle = c.caller.handle
@@ -79,8 +79,7 @@ class Authorize:
         fault = check(handle, call_view(c), now=self.clock())
         if fault is not None:
             return fault.text
-        if c.spec.risk is not Risk.READ_ONLY:
-            c.use = counted_use(handle, action=action, tool=c.spec.name, args_digest=c.digest)
+        c.use = counted_use(handle, action=action, tool=c.spec.name, args_digest=c.digest)
         return None
 
     def _decide(self, c: Call, reads: AuthorizationReads) -> ToolResult:

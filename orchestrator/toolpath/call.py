@@ -107,7 +107,7 @@ class Call:
     ledger: LedgerView | None = None
     approval_id: str | None = None
     request: ApprovalRequest | None = None
-    # Learnt by `Authorize`: the handle use a counted write spends in its intent.
+    # Learnt by `Authorize`: the handle use a counted call spends (a write's in its intent).
     use: HandleUse | None = None
     # The store's open transaction from the authorization reads (SQL: one pinned
     # connection for the whole call), for the intent or the refusal to commit in.

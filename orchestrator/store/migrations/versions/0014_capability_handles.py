@@ -1,8 +1,8 @@
 """capability handles: the durable count of each handle's uses
 
 `capability_uses`: one row per (handle, call) of a counted action (a
-publisher's `publish` and `publish.compensate`), written in the call's intent
-transaction; the same call again finds its row and counts nothing. A process
+publisher's `publish` and `publish.compensate`), written in the transaction
+that records the call; the same call again finds its row and counts nothing. A process
 of an earlier release neither reads nor writes it.
 
 Revision ID: 0014
