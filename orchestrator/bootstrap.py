@@ -33,6 +33,7 @@ from orchestrator.services import Reviews
 from orchestrator.store.chain_keys import use_chain_key
 from orchestrator.store.db import UnitOfWork, make_engine, unit_of_work
 from orchestrator.store.db_clock import database_clock
+from orchestrator.store.handle_uses import SqlHandleUses
 from orchestrator.store.harness_store import SqlHarnessStore
 from orchestrator.store.people import SqlPeopleStore
 from orchestrator.store.tables import WorkRow
@@ -145,7 +146,7 @@ def build_app(
     people = SqlPeopleStore(engine)
     broker = broker or make_broker(settings)
     outbox = Outbox(engine, broker)
-    dispatcher = Dispatcher(outbox, lease_seconds=settings.lease_seconds, clock=clock)
+    dispatcher = Dispatcher(outbox, lease_seconds=settings.lease_seconds, clock=clock, signing_key=key)
     reads = Reads(sessions, clock, review_reminder=settings.review_reminder)
     submissions = Submissions(
         transact=transact,
@@ -175,6 +176,7 @@ def build_app(
         clock=clock,
         claim_seconds=settings.destination_timeout + 5,
         saga_budget=settings.saga_budget,
+        uses=SqlHandleUses(),
     )
     tools = instrument(harness) if instrument is not None else harness
     runner = SagaRunner(
@@ -193,7 +195,13 @@ def build_app(
         call_threads=max(2, settings.db_pool_size // 2),
     )
     roles = RolePorts(
-        engine=engine, tools=tools, dispatch=dispatcher.dispatch, settings=settings, catalogue=registry
+        engine=engine,
+        tools=tools,
+        dispatch=dispatcher.dispatch,
+        settings=settings,
+        catalogue=registry,
+        signing_key=key,
+        clock=clock,
     )
     # One handler for every kind's task: the saga's pipeline says which role runs when.
     handlers: dict[str, Handler] = {

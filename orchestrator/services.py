@@ -44,6 +44,7 @@ from orchestrator.store.people import PeopleStore
 from orchestrator.store.tables import SagaRow
 from roles import rounds
 from sagas import records
+from sagas.execution_steps import publisher_grant
 from sagas.machine import SagaEvent, SagaState
 from sagas.preparation import every_role, reviewers, revision
 from sagas.retry import carried_parties
@@ -181,6 +182,7 @@ class Reviews:
                 version=version,
                 version_digest=head.digest,
                 capabilities=tuple(sorted(ROLE_CAPABILITIES["publisher"])),
+                grant=publisher_grant(saga.destinations),
             )
             if saga.ready_at is not None:
                 waited = (now - saga.ready_at).total_seconds()

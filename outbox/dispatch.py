@@ -19,6 +19,7 @@ from sqlmodel import Session
 
 from orchestrator.core.clock import DATABASE_TIME, Clock
 from orchestrator.core.routing import queue_of
+from orchestrator.harness.handles import Grant, encode
 from orchestrator.store.db import UnitOfWork
 from orchestrator.store.tables import SagaRow
 from orchestrator.store.work import new_work
@@ -31,10 +32,19 @@ from telemetry.saga_trace import in_saga_trace
 class Dispatcher:
     """Queues work through `outbox`; each work row's lease is `lease_seconds` long, from `clock`."""
 
-    def __init__(self, outbox: Outbox, *, lease_seconds: float, clock: Clock = DATABASE_TIME) -> None:
+    def __init__(
+        self,
+        outbox: Outbox,
+        *,
+        lease_seconds: float,
+        clock: Clock = DATABASE_TIME,
+        signing_key: bytes | None = None,
+    ) -> None:
         self.outbox = outbox
         self.lease_seconds = lease_seconds
         self.clock = clock
+        # The server's key: a dispatch with a `grant` carries the handle minted and signed with it.
+        self._key = signing_key
 
     def dispatch(
         self,
@@ -50,8 +60,12 @@ class Dispatcher:
         note: str | None = None,
         role: str | None = None,
         uses_model: bool = False,
+        grant: Grant | None = None,
     ) -> str:
-        """Queue `task` for `saga_id`: a work row with a lease and an outbox row."""
+        """Queue `task` for `saga_id`: a work row with a lease and an outbox row.
+
+        With `grant`, the handoff carries the capability handle it mints (its id the work's,
+        so every delivery of this work, a recovery's too, spends the same counts)."""
         queue = queue_of(task)
         work = new_work(
             uow.session,
@@ -73,6 +87,7 @@ class Dispatcher:
             note=note,
             role=role,
             uses_model=uses_model,
+            handle=self._handle(grant, work.id, saga_id),
         )
         work.payload = handoff.model_dump(mode="json")
         attrs: dict[str, Any] = {names.ATTR_SAGA_ID: saga_id}
@@ -89,6 +104,13 @@ class Dispatcher:
             return self.outbox.add(
                 uow, saga_id=saga_id, task=task, queue=queue, payload=work.payload, attributes=attrs
             )
+
+    def _handle(self, grant: Grant | None, work_id: str, saga_id: str) -> str | None:
+        if grant is None:
+            return None
+        if self._key is None:
+            raise ValueError("a dispatcher without the signing key cannot mint a capability handle")
+        return encode(grant.mint(handle_id=work_id, saga_id=saga_id, now=self.clock.now()), self._key)
 
     def resend(
         self, uow: UnitOfWork, task: str, payload: dict[str, Any], saga_id: str, *, why: str = "recover"

@@ -18,6 +18,7 @@ from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from typing import Any, Protocol
 
+from orchestrator.harness.handles import Grant
 from orchestrator.store.db import UnitOfWork
 from outbox.messages import ArtifactRef, Handoff
 
@@ -67,6 +68,7 @@ class Dispatch(Protocol):
         note: str | None = None,
         role: str | None = None,
         uses_model: bool = False,
+        grant: Grant | None = None,
     ) -> Any: ...
 
 

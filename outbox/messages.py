@@ -6,6 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from orchestrator.harness.handles import MAX_TOKEN
+
 
 class ArtifactRef(BaseModel):
     model_config = ConfigDict(frozen=True)
@@ -28,7 +30,11 @@ class Handoff(BaseModel):
     saga_id: str
     work_id: str
     artifacts: tuple[ArtifactRef, ...] = ()
+    # Names only, kept readable for earlier releases: authority comes from `handle`.
     capabilities: tuple[str, ...] = ()
+    # The signed capability handle the coordinator minted for this work
+    # (`orchestrator.harness.handles`); None from a release before handles.
+    handle: str | None = Field(default=None, max_length=MAX_TOKEN)
     version: int | None = None
     version_digest: str | None = None
     round: int = 0

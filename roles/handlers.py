@@ -2,9 +2,11 @@
 
 For one handoff it checks that the message belongs to the saga's current
 preparation round (a message of an earlier round changes nothing), finds the
-pipeline role it names and that role's kind, narrows the capabilities
-(C_child = C_parent ∩ C_task ∩ C_kind, refusing a handoff that asks for more
-than the kind may have), and runs the kind's turn (planner and harness,
+pipeline role it names and that role's kind, verifies the capability handle
+the handoff carries (signature, saga, role, expiry: `harness.handles`; a
+handoff without one, from an earlier release, is refused like a forged one),
+takes the capabilities from it alone (refusing a handle wider than the kind's
+table and the role's declared tools), and runs the kind's turn (planner and harness,
 outside any transaction). The finalizer it returns runs in the consumer's
 transaction: it locks the saga, checks state and round again, lets the turn
 write what it made, and records the run's outcome (`roles.rounds.finish_run`),
@@ -13,12 +15,14 @@ which decides and sends what follows. No handler names the next role.
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlmodel import Session
 
 from orchestrator.core.errors import PolicyRefused
 from orchestrator.core.pipeline import Pipeline, RoleDecl
 from orchestrator.harness.capabilities import narrow, require_within
-from orchestrator.harness.mcp_tools import declared_tools
+from orchestrator.harness.handles import Handle, HandleRefused, admit, verify
 from orchestrator.store.db import UnitOfWork
 from orchestrator.toolpath.engine import Caller
 from outbox.handlers import Finalizer, noop
@@ -34,12 +38,36 @@ from sagas.preparation import every_role
 from telemetry import names
 
 
-def capabilities_for(kind: RoleKind | str, handoff: Handoff) -> frozenset[str]:
-    """What a role of `kind` may do for `handoff`: what it asks, refused when wider than the kind's."""
+def capabilities_for(kind: RoleKind | str, handle: Handle, role: RoleDecl | None = None) -> frozenset[str]:
+    """What a role of `kind` may do under `handle`: its actions, refused when wider than the
+    kind's table and the `mcp:` tools `role` declares (C_child ⊆ C_parent ∩ C_task)."""
     role_kind = kind if isinstance(kind, RoleKind) else kinds()[kind]
-    asked = frozenset(handoff.capabilities)
-    require_within(asked, role_kind.capabilities, who=f"a handoff to the {role_kind.name}")
-    return narrow(asked, role_kind.capabilities, role_kind.capabilities)
+    asked = frozenset(handle.actions)
+    table = role_kind.capabilities | frozenset(role.tools if role else ())
+    require_within(asked, table, who=f"a handoff to the {role_kind.name}")
+    return narrow(asked, table, table)
+
+
+def admitted(ports: RolePorts, handoff: Handoff, role: str, corpus: str) -> Handle:
+    """The handoff's handle, verified and bound to its saga, `role` and the saga's `corpus`;
+    `HandleRefused` if not."""
+    handle = verify(handoff.handle, ports.signing_key)
+    fault = admit(handle, saga_id=handoff.saga_id, role=role, now=ports.clock.now(), corpus=corpus)
+    if fault is not None:
+        raise HandleRefused(fault)
+    return handle
+
+
+def refused_event(handoff: Handoff, role: str, exc: HandleRefused | PolicyRefused) -> dict[str, Any]:
+    """The event a refused handoff leaves in its saga's log (with the run's failure)."""
+    problem = exc.fault.problem.value if isinstance(exc, HandleRefused) else "widened"
+    return {
+        "saga_id": handoff.saga_id,
+        "actor": role,
+        "kind": "capability",
+        "status": "refused",
+        "detail": {"work_id": handoff.work_id, "problem": problem, "reason": str(exc)},
+    }
 
 
 def handle_role(ports: RolePorts, kind_name: str, handoff: Handoff, holder: str) -> Finalizer:
@@ -50,15 +78,19 @@ def handle_role(ports: RolePorts, kind_name: str, handoff: Handoff, holder: str)
     found = _current(ports, kind, handoff)
     if found is None:
         return noop
-    pipeline, role = found
+    pipeline, role, corpus = found
     try:
-        caps = capabilities_for(kind, handoff)
-    except PolicyRefused as exc:
-        return _finalizer(ports, handoff, role.name, Turned.failed(f"refused handoff: {exc}"))
+        handle = admitted(ports, handoff, role.name, corpus)
+        caps = capabilities_for(kind, handle, role)
+    except (HandleRefused, PolicyRefused) as exc:
+        event = refused_event(handoff, role.name, exc)
+        return _finalizer(ports, handoff, role.name, Turned.failed(f"refused handoff: {exc}", event))
     caller = Caller(
         actor=role.name,
-        # The pipeline's own grant: exactly the `mcp:SERVER/TOOL` tools the role declares.
-        capabilities=caps | declared_tools(role.tools),
+        # Only what the handle grants: the kind's actions and the `mcp:SERVER/TOOL` tools the
+        # pipeline role declares (`roles.rounds.role_grant` mints it).
+        capabilities=caps,
+        handle=handle,
         saga_id=handoff.saga_id,
         span_attributes={names.ATTR_SAGA_ID: handoff.saga_id},
         request_id=holder,
@@ -69,8 +101,8 @@ def handle_role(ports: RolePorts, kind_name: str, handoff: Handoff, holder: str)
     return _finalizer(ports, handoff, role.name, turned)
 
 
-def _current(ports: RolePorts, kind: RoleKind, handoff: Handoff) -> tuple[Pipeline, RoleDecl] | None:
-    """The saga's pipeline and the role the handoff names, when the handoff is for the saga's
+def _current(ports: RolePorts, kind: RoleKind, handoff: Handoff) -> tuple[Pipeline, RoleDecl, str] | None:
+    """The saga's pipeline, the role the handoff names and the saga's corpus, when the handoff is for the saga's
     current round, that role is of this kind, and (for a reviewer) the head is the version
     it names; None otherwise (a message of an earlier round, or one for another saga state)."""
     with Session(ports.engine) as s:
@@ -81,11 +113,12 @@ def _current(ports: RolePorts, kind: RoleKind, handoff: Handoff) -> tuple[Pipeli
             return None
         # `PRESSROOM_MODEL` plans the deterministic writers of any pipeline (a "settings" profile).
         pipeline = with_settings_model(saga_pipeline(s, saga), ports.settings)
+        corpus = saga.corpus
     name = handoff.role or kind.name
     role = next((r for r in pipeline.roles if r.name == name), None)
     if role is None or role.kind != kind.name:
         return None
-    return pipeline, role
+    return pipeline, role, corpus
 
 
 def _from_before_rounds(ports: RolePorts, handoff: Handoff) -> bool:
@@ -132,4 +165,4 @@ def _finalizer(ports: RolePorts, handoff: Handoff, role: str, turned: Turned) ->
     return finalize
 
 
-__all__ = ["RolePorts", "capabilities_for", "handle_role"]
+__all__ = ["RolePorts", "admitted", "capabilities_for", "handle_role"]

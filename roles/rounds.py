@@ -25,6 +25,7 @@ from typing import Literal
 from sqlmodel import Session, col, select
 
 from orchestrator.core.pipeline import Pipeline, RoleDecl
+from orchestrator.harness.handles import Grant, Task
 from orchestrator.store.db import UnitOfWork
 from orchestrator.store.tables import RoleRunRow, SagaRow, VersionRow, utcnow
 from outbox.handlers import Dispatch
@@ -243,7 +244,17 @@ def _start(
         note=note if kind.produces == "version" else None,
         role=role.name,
         uses_model=role.uses_model,
+        grant=role_grant(saga, kind.capabilities, role),
     )
+
+
+def role_grant(saga: SagaRow, table: frozenset[str], role: RoleDecl) -> Grant:
+    """The handle a role's handoff carries: its kind's table ∩ the task (the role's declared
+    `mcp:SERVER/TOOL` tools, the saga's corpus). A declared tool's capability is its name,
+    so the declaration is both the table's entry and the task's for such a tool."""
+    tools = frozenset(role.tools)
+    actions = table | tools
+    return Grant(role.name, actions, Task(actions=actions, corpus=saga.corpus, tools=tools))
 
 
 def _evidence_for(session: Session, saga: SagaRow, plan: tuple[Node, ...], role: RoleDecl) -> str | None:
@@ -339,6 +350,7 @@ __all__ = [
     "finish_run",
     "kind_of",
     "plan_of",
+    "role_grant",
     "runs_of",
     "saga_pipeline",
     "start_chosen",

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
+from orchestrator.core.clock import Clock
 from orchestrator.core.config import Settings
 from orchestrator.core.errors import RetryLater
 from orchestrator.core.pipeline import Pipeline, RoleDecl
@@ -44,6 +45,8 @@ class RolePorts:
     dispatch: Dispatch
     settings: Settings
     catalogue: Registry  # read only: the tools a model planner may be shown
+    signing_key: bytes  # verifies the capability handle each handoff carries
+    clock: Clock  # judges the handle's expiry (the database's time)
 
 
 LIMITS = LoopLimits(max_steps=12, budget=16, deadline_seconds=300)

@@ -10,12 +10,15 @@ publishing tool call; `step_views` is what the decider reads of the step rows
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from datetime import datetime
 
 from sqlmodel import Session
 
 from orchestrator.harness.approvals import ApprovalRequest, ApprovalView, refusal, session_for
+from orchestrator.harness.capabilities import ROLE_CAPABILITIES
 from orchestrator.harness.digests import business_key
+from orchestrator.harness.handles import Grant, Task
 from orchestrator.harness.ports import Ledger
 from orchestrator.harness.spec import ToolCall, ToolResult
 from orchestrator.store.db import UnitOfWork
@@ -29,6 +32,15 @@ from sagas.step_records import set_step
 from sagas.step_states import StepState
 
 PUBLISHER = "publisher"
+
+
+def publisher_grant(destinations: Iterable[str]) -> Grant:
+    """The handle a publisher's handoff carries: the publisher's table, the saga's destinations,
+    and one publish and one undo per destination (a replay of the same call is not a use)."""
+    dests = frozenset(destinations)
+    table = ROLE_CAPABILITIES[PUBLISHER]
+    counts = {"publish": len(dests), "publish.compensate": len(dests)}
+    return Grant(PUBLISHER, table, Task(actions=table, destinations=dests, counts=counts))
 
 
 def start_execution(
@@ -102,4 +114,12 @@ def step_views(steps: list[StepRow]) -> tuple[decider.Step, ...]:
     )
 
 
-__all__ = ["PUBLISHER", "approval_refusal", "call_tool", "rearm", "start_execution", "step_views"]
+__all__ = [
+    "PUBLISHER",
+    "approval_refusal",
+    "publisher_grant",
+    "call_tool",
+    "rearm",
+    "start_execution",
+    "step_views",
+]

@@ -43,7 +43,7 @@ from orchestrator.toolpath.engine import Caller
 from outbox.handlers import Dispatch
 from sagas import decider, records
 from sagas.effect_checks import TAKEDOWN_REQUESTED
-from sagas.execution_steps import step_views
+from sagas.execution_steps import publisher_grant, step_views
 from sagas.machine import SagaEvent, SagaState, apply
 from sagas.runner import SagaRunner, publisher_caller
 from sagas.step_records import set_step
@@ -232,6 +232,7 @@ def resume(dispatch: Dispatch, uow: Any, saga: SagaRow) -> None:
         version=saga.head_version,
         version_digest=head.digest if head else None,
         capabilities=tuple(sorted(ROLE_CAPABILITIES["publisher"])),
+        grant=publisher_grant(saga.destinations),
     )
 
 

@@ -29,6 +29,7 @@ from sqlmodel import Session
 from orchestrator.core.clock import Clock
 from orchestrator.core.errors import Parked, RetryLater
 from orchestrator.harness.capabilities import ROLE_CAPABILITIES
+from orchestrator.harness.handles import Handle, HandleRefused, admit, verify
 from orchestrator.harness.ports import HarnessStore
 from orchestrator.harness.spec import Refusal, ToolResult, ToolStatus
 from orchestrator.store.db import UnitOfWork
@@ -63,10 +64,22 @@ FALLBACK: dict[StepState, str] = {
 }
 
 
-def publisher_caller(saga: SagaRow, digest: str, actor: str = PUBLISHER) -> Caller:
+def publisher_caller(
+    saga: SagaRow,
+    digest: str,
+    actor: str = PUBLISHER,
+    *,
+    handle: Handle | None = None,
+    refusal: str | None = None,
+) -> Caller:
+    """The publisher's caller: under the handle its handoff carries (a person's cancel or
+    reconcile acts without one, with the publisher's table); with `refusal`, every call is
+    refused with it (the handoff's handle did not verify)."""
     return Caller(
         actor=actor,
-        capabilities=ROLE_CAPABILITIES["publisher"],
+        capabilities=frozenset(handle.actions) if handle is not None else ROLE_CAPABILITIES[PUBLISHER],
+        handle=handle,
+        handle_refusal=refusal,
         saga_id=saga.id,
         span_attributes={
             names.ATTR_SAGA_ID: saga.id,
@@ -119,8 +132,31 @@ class SagaRunner:
             return self._calls
 
     # -- the handler -----------------------------------------------------------
+    def authority(self, handoff: Handoff) -> tuple[Handle | None, str | None]:
+        """The handoff's verified handle, or why it is refused: a forged, malformed, missing
+        (an earlier release's) or expired handle, one for another saga or role, or one
+        wider than the publisher's table."""
+        try:
+            handle = verify(handoff.handle, self.signing_key)
+        except HandleRefused as exc:
+            return None, f"refused handoff: {exc}"
+        fault = admit(handle, saga_id=handoff.saga_id, role=PUBLISHER, now=self.clock.now())
+        if fault is not None:
+            return None, f"refused handoff: {fault.text}"
+        extra = set(handle.actions) - ROLE_CAPABILITIES[PUBLISHER]
+        if extra:
+            return (
+                None,
+                f"refused handoff: capability handle {handle.id} is wider: {', '.join(sorted(extra))}",
+            )
+        return handle, None
+
     def handle(self, handoff: Handoff, holder: str) -> Finalizer:
-        """Drive the saga until it finishes, waits for a person, or must be asked again later."""
+        """Drive the saga until it finishes, waits for a person, or must be asked again later.
+
+        Every call acts under the handoff's handle; a handle that does not verify refuses
+        each call as the policy refuses one (its step fails, the saga compensates)."""
+        held, refusal = self.authority(handoff)
         learned = Round()
         for rounds in range(MAX_ROUNDS):
             if rounds:  # the first round starts right after the lease was taken
@@ -146,7 +182,7 @@ class SagaRunner:
                 if isinstance(command, Transition):
                     self._transition(uow, saga, steps, command, learned)
                     return noop
-                caller = publisher_caller(saga, digest)
+                caller = publisher_caller(saga, digest, handle=held, refusal=refusal)
             if isinstance(command, Publish):
                 self._publish(caller, saga.id, command.uris, digest, learned, work_id=handoff.work_id)
             elif isinstance(command, Compensate):

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict
 from orchestrator.harness.approvals import ApprovalView
 from orchestrator.harness.budget import Charge
 from orchestrator.harness.checkpoints import AgentState
+from orchestrator.harness.handles import HandleUse
 from orchestrator.harness.provenance import DataEnvelope
 from orchestrator.harness.spec import ToolCall
 
@@ -216,6 +217,15 @@ class HarnessStore(AuthorizationReader, Approvals, Ledger, EventChain, Protocol)
     `Approvals`), records its effect (`Ledger`) and logs every step (`EventChain`)."""
 
 
+class HandleUses(Protocol):
+    """The durable count of capability handles' uses, shared by every process and retry."""
+
+    def spend(self, tx: Any, use: HandleUse) -> None:
+        """Count `use` inside `tx`, the transaction that records the call (a write's intent,
+        its saga locked; a read's result); the same use again counts nothing. Raises `PolicyRefused` when the handle has no use left."""
+        ...
+
+
 class Planner(Protocol):
     """Proposes the next tool call from the transcript so far; None means done."""
 
@@ -229,6 +239,7 @@ __all__ = [
     "AuthorizationReads",
     "EventChain",
     "EventTimes",
+    "HandleUses",
     "HarnessStore",
     "HeldTx",
     "Ledger",

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 import orchestrator.store.budget  # noqa: F401  (saga_budgets)
 import orchestrator.store.chain_keys  # noqa: F401  (chain_marks)
 import orchestrator.store.comments  # noqa: F401  (comments)
+import orchestrator.store.handle_uses  # noqa: F401  (capability_uses)
 import orchestrator.store.model_call_rows  # noqa: F401  (model_calls)
 import orchestrator.store.ops_tables  # noqa: F401  (registers the tables)
 import orchestrator.store.outbox_tables  # noqa: F401  (registers the outbox and inbox tables)

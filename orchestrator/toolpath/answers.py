@@ -11,6 +11,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Protocol
 
+from orchestrator.core.errors import PolicyRefused
 from orchestrator.harness.budget import BudgetExhausted, Charge
 from orchestrator.harness.ledger_status import LedgerStatus
 from orchestrator.harness.policy import AwaitApproval
@@ -130,11 +131,14 @@ class Answers:
         *,
         parent: str | None = None,
         charge: Charge | None = None,
+        spend: Callable[[Any], None] | None = None,
     ) -> ToolResult:
         """The ack phase: record the result (ledger outcome, event, the tool's own record) in one commit.
 
         `parent`: the intent's event. `charge`: a read-only call's budget charge, in the same
         transaction; when the saga is spent the read's answer is withheld (nothing was changed).
+        `spend`: a read-only call's capability handle use, in the same transaction; when the
+        handle has no use left the read's answer is withheld too.
         """
         c.phases.enter(names.ACK)
         c.times.acked_at = self.clock()
@@ -175,15 +179,31 @@ class Answers:
             applied = status in (ToolStatus.OK, ToolStatus.REPLAYED)
             try:
                 event_id = self.store.record_event(
-                    **event, hook=hook if applied else None, charge=charge, tx=c.tx
+                    **event, hook=_both(spend, hook if applied else None), charge=charge, tx=c.tx
                 )
             except BudgetExhausted as exc:
                 c.phases.close()
                 return self.refuse_call(c, str(exc), Refusal.BUDGET_EXHAUSTED)
+            except PolicyRefused as exc:  # the handle had no use left for this read
+                c.phases.close()
+                return self.refuse_call(c, str(exc), Refusal.POLICY)
         c.phases.close()
         if status in (ToolStatus.ERROR, ToolStatus.UNCERTAIN):
             spans.mark_error(reason or status.value)
         return result.model_copy(update={"event_id": event_id})
+
+
+def _both(
+    first: Callable[[Any], None] | None, then: Callable[[Any], None] | None
+) -> Callable[[Any], None] | None:
+    if first is None or then is None:
+        return first or then
+
+    def hook(session: Any) -> None:
+        first(session)
+        then(session)
+
+    return hook
 
 
 def ids(caller: Caller, call_id: str) -> dict[str, str]:

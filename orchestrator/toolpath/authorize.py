@@ -1,6 +1,7 @@
-"""Authorize: who, then what. Role permission, the policy, the approval (invariant 2).
+"""Authorize: who, then what. Role permission, the handle, the policy, the approval (invariant 2).
 
-The caller's role is checked before any approval is read; then the key's
+The caller's role is checked before any approval is read; then the capability
+handle it acts under (`harness.handles.check`: action, resource, expiry); then the key's
 ledger row, the saga's session and the approval are read together, and the
 pure `decide()` says reject, wait for a person, or go on. What it learnt
 (ledger row, approval id and request) rides on the call to the ledger wrapper.
@@ -13,6 +14,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from orchestrator.harness.approvals import ApprovalRequest
+from orchestrator.harness.handles import CallView, check, counted_use
 from orchestrator.harness.ledger_status import LedgerStatus
 from orchestrator.harness.policy import Action, AwaitApproval, PolicyState, Reject, decide
 from orchestrator.harness.ports import NO_READS, AuthorizationReader, AuthorizationReads
@@ -45,6 +47,9 @@ class Authorize:
         who = tool_refusal(c.caller.principal, c.spec.name)
         if who is not None:
             return self.answers.refuse_call(c, who, Refusal.PERMISSION)
+        held = self._handle(c)
+        if held is not None:
+            return self.answers.refuse_call(c, held, Refusal.POLICY)
         scope = approval_scope(c)
         # The ledger row, the saga's session and the approval, read together (one read).
         # A write's reads begin the transaction its intent commits (held; released below).
@@ -61,6 +66,21 @@ class Authorize:
             return self._decide(c, reads)
         finally:
             self.store.release(reads.tx)
+
+    def _handle(self, c: Call) -> str | None:
+        """Why the caller's capability handle does not allow this call (None: it does, or the
+        caller acts without one); a counted call learns the use its record spends."""
+        if c.caller.handle_refusal is not None:
+            return c.caller.handle_refusal
+        handle = c.caller.handle
+        if handle is None:
+            return None
+        action = c.spec.needed_capability
+        fault = check(handle, call_view(c), now=self.clock())
+        if fault is not None:
+            return fault.text
+        c.use = counted_use(handle, action=action, tool=c.spec.name, args_digest=c.digest)
+        return None
 
     def _decide(self, c: Call, reads: AuthorizationReads) -> ToolResult:
         ledger = reads.ledger
@@ -89,6 +109,19 @@ class Authorize:
         return self.next(c)
 
 
+def call_view(c: Call) -> CallView:
+    """What a handle is checked against: the call's capability and tool, and the saga and
+    destination its arguments name (`saga_id`, `destination`), when they name one."""
+    saga_id = getattr(c.model, "saga_id", None)
+    destination = getattr(c.model, "destination", None)
+    return CallView(
+        action=c.spec.needed_capability,
+        tool=c.spec.name,
+        saga_id=saga_id if isinstance(saga_id, str) else None,
+        destination=destination if isinstance(destination, str) else None,
+    )
+
+
 def approval_scope(c: Call) -> tuple[str, str, str] | None:
     """(saga id, version digest, destination) a high-risk call needs approved."""
     if c.spec.risk is not Risk.HIGH_RISK or c.spec.approval_scope is None:
@@ -109,4 +142,4 @@ def approval_request(scope: tuple[str, str, str] | None, session: str | None) ->
     )
 
 
-__all__ = ["Authorize", "approval_request", "approval_scope"]
+__all__ = ["Authorize", "approval_request", "approval_scope", "call_view"]

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from orchestrator.harness.parse import ParseLimits
-from orchestrator.harness.ports import HarnessStore
+from orchestrator.harness.ports import HandleUses, HarnessStore
 from orchestrator.harness.registry import Registry
 from orchestrator.toolpath.answers import Answers
 from orchestrator.toolpath.authorize import Authorize
@@ -27,6 +27,7 @@ def build_path(
     claim_seconds: float,
     saga_budget: int = 0,
     executor: Executor | None = None,
+    uses: HandleUses | None = None,
 ) -> Validate:
     """``Validate → Authorize → Ledger → Trace → executor``. `clock` times the calls and decides
     approvals; `claim_clock` (`clock` when None) is the one the store writes claims by."""
@@ -39,6 +40,7 @@ def build_path(
         claim_seconds=claim_seconds,
         saga_budget=saga_budget,
         clock=claim_clock or clock,
+        uses=uses,
     )
     authorize = Authorize(ledger, store, signing_key=signing_key, clock=clock, answers=answers)
     return Validate(authorize, registry, limits, answers)

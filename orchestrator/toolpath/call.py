@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from orchestrator.harness.approvals import ApprovalRequest
 from orchestrator.harness.capabilities import Capabilities
+from orchestrator.harness.handles import Handle, HandleUse
 from orchestrator.harness.ports import EventTimes, HeldTx, LedgerView
 from orchestrator.harness.principals import Principal
 from orchestrator.harness.spec import ToolCall, ToolContext, ToolResult, ToolSpec
@@ -46,6 +47,11 @@ class Caller:
     usage: Usage = field(default_factory=Usage)
     # The request that runs this call: a role turn's delivery (its message id), an MCP request.
     request_id: str | None = None
+    # The verified capability handle the call acts under (a handoff's); None: a person's
+    # command or an entry point without one, bound by `capabilities` and the principal only.
+    handle: Handle | None = None
+    # Why the handoff's handle was refused: every call of this caller is refused with it.
+    handle_refusal: str | None = None
 
     @property
     def budgeted(self) -> bool:
@@ -101,6 +107,8 @@ class Call:
     ledger: LedgerView | None = None
     approval_id: str | None = None
     request: ApprovalRequest | None = None
+    # Learnt by `Authorize`: the handle use a counted call spends (a write's in its intent).
+    use: HandleUse | None = None
     # The store's open transaction from the authorization reads (SQL: one pinned
     # connection for the whole call), for the intent or the refusal to commit in.
     tx: HeldTx | None = None

@@ -14,7 +14,7 @@ from contextlib import nullcontext
 
 from orchestrator.core.clock import DATABASE_TIME, Clock
 from orchestrator.harness.parse import DEFAULT_LIMITS, ParseLimits
-from orchestrator.harness.ports import EventTimes, HarnessStore
+from orchestrator.harness.ports import EventTimes, HandleUses, HarnessStore
 from orchestrator.harness.principals import acting
 from orchestrator.harness.registry import Registry
 from orchestrator.harness.spec import ToolCall, ToolInfo, ToolResult, ToolSpec
@@ -37,6 +37,7 @@ class Harness:
         claim_seconds: float = 30.0,
         saga_budget: int = 0,
         executor: Executor | None = None,
+        uses: HandleUses | None = None,
     ) -> None:
         registry.check_compensations()  # a compensation is a tool of this path, or none
 
@@ -69,6 +70,7 @@ class Harness:
             claim_seconds=claim_seconds,
             saga_budget=saga_budget,
             executor=executor,
+            uses=uses,
         )
         self._tools = tuple(ToolInfo.of(spec) for spec in registry)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 from orchestrator.core.clock import DATABASE_TIME
 from orchestrator.core.errors import (
@@ -21,6 +22,7 @@ from orchestrator.core.errors import (
     ApproverLapsed,
     IdempotencyConflict,
     KeyInFlight,
+    PolicyRefused,
     PressroomError,
 )
 from orchestrator.harness import ports
@@ -44,6 +46,7 @@ class Ledger:
         claim_seconds: float,
         saga_budget: int = 0,
         clock: Callable[[], datetime] = DATABASE_TIME.now,
+        uses: ports.HandleUses | None = None,
     ) -> None:
         self.next = next
         self.store = store
@@ -54,6 +57,8 @@ class Ledger:
         self.saga_budget = saga_budget
         # Claims are deadlines the store writes by its clock: compared with the same clock.
         self.clock = clock
+        # Where a counted write's handle use is spent, in its intent's transaction.
+        self.uses = uses
 
     def __call__(self, c: Call) -> ToolResult:
         if c.ledger is not None and c.ledger.status in (
@@ -68,7 +73,10 @@ class Ledger:
             # Authorized and closed: a read's send and ack are siblings of its authorization.
             attempt = self.next.run(c)
             status, reason = _read_status(attempt)
-            return self.answers.finish(c, status, attempt.output, reason, None, charge=self.charge(c))
+            spend = self._spend(c) if status is ToolStatus.OK else None
+            return self.answers.finish(
+                c, status, attempt.output, reason, None, charge=self.charge(c), spend=spend
+            )
         intent = self._begin(c)
         if isinstance(intent, ToolResult):
             return intent
@@ -137,18 +145,36 @@ class Ledger:
             return self.answers.refuse_call(c, str(exc), Refusal.APPROVAL_STALE)
         except BudgetExhausted as exc:
             return self.answers.refuse_call(c, str(exc), Refusal.BUDGET_EXHAUSTED)
+        except PolicyRefused as exc:  # a capability handle with no use left
+            return self.answers.refuse_call(c, str(exc), Refusal.POLICY)
         except PressroomError as exc:  # a pre-execute check said no: nothing pending, nothing sent
             return self.answers.refuse_call(c, str(exc), Refusal.BOUND)
 
-    @staticmethod
-    def _guard(c: Call) -> Callable[[object], None] | None:
-        """The tool's checks that must hold when its intent commits, as one guard."""
-        checks = c.spec.pre_execute
-        if not checks:
+    def _spend(self, c: Call) -> Callable[[Any], None] | None:
+        """Spend the handle use the call counts, inside the transaction that records it (a
+        write's intent, a read's result), or None when the call counts none."""
+        use, uses = c.use, self.uses
+        if use is None:
+            return None
+
+        def spend(tx: Any) -> None:
+            if uses is None:  # fail closed: a count nobody keeps is no count
+                raise PolicyRefused(f"{use.refusal()}: this path keeps no counts")
+            uses.spend(tx, use)
+
+        return spend
+
+    def _guard(self, c: Call) -> Callable[[object], None] | None:
+        """The tool's checks that must hold when its intent commits, as one guard; first the
+        handle use the call spends (counted there, so a refused intent spends nothing)."""
+        checks, spend = c.spec.pre_execute, self._spend(c)
+        if not checks and spend is None:
             return None
         ctx, model = c.context(), c.model
 
         def guard(tx: object) -> None:
+            if spend is not None:
+                spend(tx)
             for check in checks:
                 check(tx, ctx, model)
 

@@ -48,7 +48,7 @@ def test_a_failure_recorded_by_a_later_delivery_keeps_its_cause(
     held.reviews.approve(sid, version=saga["version"], actor="erin")
     with Session(held.engine) as session:
         work = _publish_work(session, sid)
-    handoff = Handoff(saga_id=sid, work_id=work.id)
+    handoff = Handoff.model_validate(work.payload)  # with the handle approve minted
 
     # First delivery: round 1 publishes both (the webhook refuses, memory applies), round 2
     # records the failure and undoes memory; then the lease is gone before round 3.

@@ -39,6 +39,7 @@ from orchestrator.store.db import dispose_all, make_engine, unit_of_work
 from orchestrator.store.tables import ApprovalRow, EventRow, LedgerRow, SagaRow
 from outbox.broker import InlineBroker
 from sagas.destinations.memory import memory_store
+from sagas.execution_steps import publisher_grant
 from sagas.runner import publisher_caller
 from tests.support.rigs import MALFORMED, SAMPLE_CORPUS, SqlRig, malformed_proposals, publish_flow
 
@@ -312,6 +313,7 @@ def test_the_celery_task_path_cannot_skip_the_approval(db_url: str, tmp_path: Pa
                 version=ready["version"],
                 version_digest=ready["version_digest"],
                 capabilities=("publish",),
+                grant=publisher_grant([uri]),  # a valid handle: the approval alone is missing
             )
         assert isinstance(app.broker, InlineBroker)
         envelope = app.broker.queue.get_nowait()

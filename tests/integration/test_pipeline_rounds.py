@@ -21,6 +21,7 @@ from sqlmodel import Session, col, delete, select
 
 from orchestrator.celery_app import make_celery
 from orchestrator.core.routing import DRAFT, REVIEW
+from orchestrator.harness.handles import Grant, Task
 from orchestrator.harness.provenance import DataEnvelope
 from orchestrator.harness.spec import ToolCall
 from orchestrator.pressroom import Pressroom
@@ -288,10 +289,17 @@ def test_an_earlier_rounds_message_changes_nothing_and_a_wider_handoff_fails(
     assert _deliver(app, _outbox(app, REVIEW)[-1]) == "applied"
     assert len(_tool_events(app, sid, "review.record")) == reviews
 
-    # A handoff of this round asking the writer for more than its kind may have: the saga fails.
+    # A handoff of this round whose (signed) handle grants the writer more than its kind may
+    # have: the saga fails.
+    wide = frozenset({"draft.write", "publish"})
     with unit_of_work(held.engine) as uow:
         held.dispatcher.dispatch(
-            uow, saga_id=sid, task=DRAFT, round=2, role="writer", capabilities=("draft.write", "publish")
+            uow,
+            saga_id=sid,
+            task=DRAFT,
+            round=2,
+            role="writer",
+            grant=Grant("writer", wide, Task(wide, corpus=str(corpus))),
         )
     assert _deliver(app, _outbox(app, DRAFT)[-1]) == "applied"
     failed = app.reads.status(sid)

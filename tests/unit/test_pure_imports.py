@@ -17,6 +17,7 @@ PURE = [
     "orchestrator.harness.capabilities",
     "orchestrator.harness.policy",
     "orchestrator.harness.approvals",
+    "orchestrator.harness.handles",
     "orchestrator.harness.checkpoints",
     "orchestrator.harness.provenance",
     "orchestrator.harness.digests",
