@@ -1,4 +1,4 @@
-"""The corpus index's storage: one SQLite file per corpus, with an FTS5 table.
+"""The corpus index's record: one SQLite file per corpus.
 
 This module owns the SQL. A corpus's index file holds:
 
@@ -10,13 +10,14 @@ This module owns the SQL. A corpus's index file holds:
   in ``texts``, so that a refresh's scan of ``files`` stays small);
 - ``passages``: every passage (offsets, text, the brief-independent
   injection reasons and the URLs it carries, ``flagged`` when either is set
-  or its file is tainted);
-- ``plain``: an FTS5 table over the passages that are not flagged, keyed by
-  passage id; its BM25 statistics (row count, token totals, document
-  frequencies) are maintained by SQLite on every insert and delete.
+  or its file is tainted). Ids are never reused (``AUTOINCREMENT``): the search
+  engine (`roles.index_search`) names passages by id, and a passage read again
+  gets a new one.
 
-Passages of one file are replaced together, in the refresh's transaction.
-The file runs in WAL mode so that many workers read while one refreshes.
+The passages that are not flagged are searched in the engine, which is built
+from these rows. Passages of one file are replaced together, in the refresh's
+transaction. The file runs in WAL mode so that many workers read while one
+refreshes.
 """
 
 from __future__ import annotations
@@ -34,10 +35,9 @@ from typing import Final
 
 from roles.artifacts import Passage
 
-TOKENIZER: Final = "porter unicode61 remove_diacritics 2"
 BUSY_MS: Final = 60_000
 
-_SCHEMA = f"""
+_SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files(
     path TEXT PRIMARY KEY,
@@ -48,7 +48,7 @@ CREATE TABLE IF NOT EXISTS files(
 CREATE INDEX IF NOT EXISTS files_skipped ON files(skipped);
 CREATE TABLE IF NOT EXISTS texts(path TEXT PRIMARY KEY, text TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS passages(
-    id INTEGER PRIMARY KEY,
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
     path TEXT NOT NULL,
     start INTEGER NOT NULL,
     "end" INTEGER NOT NULL,
@@ -59,7 +59,6 @@ CREATE TABLE IF NOT EXISTS passages(
 );
 CREATE INDEX IF NOT EXISTS passages_path ON passages(path, start);
 CREATE INDEX IF NOT EXISTS passages_flagged ON passages(flagged, path, start) WHERE flagged = 1;
-CREATE VIRTUAL TABLE IF NOT EXISTS plain USING fts5(body, tokenize='{TOKENIZER}');
 """
 
 Signature = tuple[int, int, int, int]
@@ -184,7 +183,7 @@ def set_meta(db: sqlite3.Connection, key: str, value: str) -> None:
 
 def clear(db: sqlite3.Connection) -> None:
     """Forget every file (the analyzer changed): the tables are made anew and the
-    refresh reads every file again."""
+    refresh reads every file again. (``plain`` is the FTS5 table of older files.)"""
     for table in ("plain", "passages", "texts", "files"):
         db.execute(f"DROP TABLE IF EXISTS {table}")
     for statement in _SCHEMA.split(";"):
@@ -233,10 +232,7 @@ def set_signature(db: sqlite3.Connection, path: str, signature: Signature | None
 
 
 def remove_file(db: sqlite3.Connection, path: str) -> None:
-    """Drop a file and its passages (and their rows in the FTS table)."""
-    db.execute(
-        "DELETE FROM plain WHERE rowid IN (SELECT id FROM passages WHERE path = ? AND flagged = 0)", (path,)
-    )
+    """Drop a file and its passages."""
     db.execute("DELETE FROM passages WHERE path = ?", (path,))
     db.execute("DELETE FROM texts WHERE path = ?", (path,))
     db.execute("DELETE FROM files WHERE path = ?", (path,))
@@ -259,8 +255,8 @@ def put_file(
     text: str,
     passages: Iterable[NewPassage],
     tainted: bool,
-) -> None:
-    """Store one read file and replace its passages."""
+) -> list[tuple[int, str, str]]:
+    """Store one read file and replace its passages; returns its clean passages (id, path, text)."""
     remove_file(db, path)
     size, mtime, ctime, inode = signature if signature is not None else (None, None, None, None)
     db.execute(
@@ -268,6 +264,7 @@ def put_file(
         (path, size, mtime, ctime, inode, digest, int(tainted)),
     )
     db.execute("INSERT INTO texts(path, text) VALUES (?, ?)", (path, text))
+    clean: list[tuple[int, str, str]] = []
     for p in passages:
         flagged = bool(tainted or p.reasons or p.urls)
         cursor = db.execute(
@@ -275,7 +272,9 @@ def put_file(
             (path, p.start, p.end, p.text, json.dumps(p.reasons), json.dumps(p.urls), int(flagged)),
         )
         if not flagged:
-            db.execute("INSERT INTO plain(rowid, body) VALUES (?, ?)", (cursor.lastrowid, p.text))
+            assert cursor.lastrowid is not None
+            clean.append((cursor.lastrowid, path, p.text))
+    return clean
 
 
 def flagged_passages(db: sqlite3.Connection) -> list[StoredPassage]:
@@ -307,40 +306,29 @@ def plain_passages(db: sqlite3.Connection) -> list[Passage]:
     ]
 
 
-def search_plain(db: sqlite3.Connection, match: str, limit: int) -> list[Passage]:
-    """The FTS5 MATCH over the plain passages, by ``bm25()``, ties in corpus order.
-
-    The best ``4 * limit`` rows are taken by score alone and only those are joined
-    to their passages and sorted with the corpus-order tie-break; when the last of
-    them ties with the cut, the exact query over every match answers instead.
-    """
-    window = 4 * limit
-    top = db.execute(
-        "SELECT rowid, bm25(plain) AS rank_ FROM plain WHERE plain MATCH ? ORDER BY rank_ LIMIT ?",
-        (match, window + 1),
-    ).fetchall()
-    if len(top) > window and top[window][1] == top[limit - 1][1]:
-        query, args = _SEARCH_ALL, (match, limit)
-    else:
-        ids = ",".join(str(int(rowid)) for rowid, _ in top[:window]) or "NULL"
-        query, args = _SEARCH_SOME.format(ids=ids), (match, limit)
-    rows = db.execute(query, args)
-    return [
-        Passage(source=path, source_digest=digest, start=start, end=end, text=text, score=-float(bm25))
-        for path, start, end, text, digest, bm25 in rows
-    ]
+def clean_rows(db: sqlite3.Connection) -> Iterator[tuple[int, str, str]]:
+    """Every passage that is not flagged as (id, path, text), in id order: what the engine holds."""
+    for passage_id, path, text in db.execute(
+        "SELECT id, path, text FROM passages WHERE flagged = 0 ORDER BY id"
+    ):
+        yield int(passage_id), str(path), str(text)
 
 
-_SEARCH_ALL = (
-    'SELECT p.path, p.start, p."end", p.text, f.digest, bm25(plain) AS rank_ '
-    "FROM plain JOIN passages p ON p.id = plain.rowid JOIN files f ON f.path = p.path "
-    "WHERE plain MATCH ? ORDER BY rank_, p.path, p.start LIMIT ?"
-)
-_SEARCH_SOME = (
-    'SELECT p.path, p.start, p."end", p.text, f.digest, bm25(plain) AS rank_ '
-    "FROM plain JOIN passages p ON p.id = plain.rowid JOIN files f ON f.path = p.path "
-    "WHERE plain MATCH ? AND plain.rowid IN ({ids}) ORDER BY rank_, p.path, p.start LIMIT ?"
-)
+def passages_by_id(db: sqlite3.Connection, ids: Iterable[int]) -> dict[int, Passage]:
+    """The passages with these ids (those that exist), with their file's digest."""
+    wanted = [int(i) for i in ids]
+    if not wanted:
+        return {}
+    marks = ",".join("?" * len(wanted))
+    rows = db.execute(
+        f'SELECT p.id, p.path, p.start, p."end", p.text, f.digest FROM passages p '
+        f"JOIN files f ON f.path = p.path WHERE p.id IN ({marks}) AND p.flagged = 0",
+        wanted,
+    )
+    return {
+        int(pid): Passage(source=path, source_digest=digest, start=start, end=end, text=text)
+        for pid, path, start, end, text, digest in rows
+    }
 
 
 def read_counts(db: sqlite3.Connection) -> tuple[int, list[tuple[str, str]]]:
@@ -355,7 +343,7 @@ __all__ = [
     "Signature",
     "StoredFile",
     "StoredPassage",
-    "TOKENIZER",
+    "clean_rows",
     "clear",
     "connect",
     "flagged_passages",
@@ -366,7 +354,7 @@ __all__ = [
     "put_skipped",
     "read_counts",
     "remove_file",
-    "search_plain",
+    "passages_by_id",
     "set_meta",
     "set_signature",
     "stored_file",
