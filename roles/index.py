@@ -245,6 +245,7 @@ class CorpusIndex:
                     store.remove_file(db, rel)
                     batch.remove(rel)
                 store.set_meta(db, "refreshed_at", started.isoformat())
+                store.count_read(db)
                 _, skipped = store.read_counts(db)
                 if batch.changed:
                     _commit_engine(db, batch)
@@ -355,6 +356,7 @@ class CorpusIndex:
                 try:
                     self._matching(db, batch)
                     self._index_file(db, batch, rel_path, path, signature, held[0] if held else None)
+                    store.count_read(db)
                     if batch.changed:
                         _commit_engine(db, batch)
                 except BaseException:

@@ -46,6 +46,7 @@ CREATE TABLE IF NOT EXISTS files(
     tainted INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS files_skipped ON files(skipped);
+CREATE INDEX IF NOT EXISTS files_skipped_paths ON files(path, skipped) WHERE skipped IS NOT NULL;
 CREATE TABLE IF NOT EXISTS texts(path TEXT PRIMARY KEY, text TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS passages(
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -331,9 +332,20 @@ def passages_by_id(db: sqlite3.Connection, ids: Iterable[int]) -> dict[int, Pass
     }
 
 
-def read_counts(db: sqlite3.Connection) -> tuple[int, list[tuple[str, str]]]:
-    """Files read into the index, and the skipped files (path, reason) in path order."""
+def count_read(db: sqlite3.Connection) -> None:
+    """Record in ``meta`` how many files were read into the index (every write ends with it:
+    counting 100,000 rows on every answer would cost more than the answer's search)."""
     (count,) = db.execute("SELECT count(*) FROM files WHERE skipped IS NULL").fetchone()
+    set_meta(db, "files_read", str(int(count)))
+
+
+def read_counts(db: sqlite3.Connection) -> tuple[int, list[tuple[str, str]]]:
+    """Files read into the index (as last recorded), and the skipped files (path, reason) in path order."""
+    recorded = get_meta(db, "files_read")
+    if recorded is None:
+        (count,) = db.execute("SELECT count(*) FROM files WHERE skipped IS NULL").fetchone()
+    else:
+        count = int(recorded)
     skipped = db.execute("SELECT path, skipped FROM files WHERE skipped IS NOT NULL ORDER BY path").fetchall()
     return int(count), [(str(p), str(r)) for p, r in skipped]
 
@@ -345,6 +357,7 @@ __all__ = [
     "StoredPassage",
     "clean_rows",
     "clear",
+    "count_read",
     "connect",
     "flagged_passages",
     "get_meta",

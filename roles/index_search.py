@@ -25,11 +25,12 @@ between its two commits, or one that crashed between them: see
 
 from __future__ import annotations
 
+import bisect
 import os
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Final
+from typing import Any, Final, cast
 
 import tantivy
 
@@ -105,19 +106,27 @@ def top(searcher: tantivy.Searcher, terms: Sequence[str], limit: int) -> list[tu
         return []
     window = WINDOW * limit + 1
     hits = searcher.search(q, limit=window, count=False).hits
-    while len(hits) == window and hits[-1][0] == hits[limit - 1][0]:
-        # The tie at the cut may go on past the window: widen it until the tie ends inside.
-        window *= 8
-        hits = searcher.search(q, limit=window, count=False).hits
+    if len(hits) == window and hits[-1][0] == hits[limit - 1][0]:
+        # The tie at the cut may go on past the window: take every hit down to the end of it.
+        everything = cast(Any, searcher.search(q, limit=1, count=True)).count
+        hits = searcher.search(q, limit=max(int(everything), window), count=False).hits
     if not hits:
         return []
     cut = hits[min(limit, len(hits)) - 1][0]
-    kept = [(score, address) for score, address in hits if score >= cut]
-    ids = searcher.fast_field_values("id", [address for _, address in kept])
+    # Hits come best first, so the tie at the cut is one run of them.
+    first = bisect.bisect_left(hits, -cut, key=lambda hit: -hit[0])
+    end = bisect.bisect_right(hits, -cut, key=lambda hit: -hit[0])
+    above = hits[:first]
+    ids = searcher.fast_field_values("id", [address for _, address in above])
     ranked = sorted(
-        ((int(i), float(score)) for (score, _), i in zip(kept, ids, strict=True) if i is not None),
+        ((int(i), float(score)) for (score, _), i in zip(above, ids, strict=True) if i is not None),
         key=lambda item: (-item[1], item[0]),
     )
+    # The tie can be thousands of passages: their ids are read in one call and sorted as ints.
+    tied = sorted(
+        i for i in searcher.fast_field_values("id", [a for _, a in hits[first:end]]) if i is not None
+    )
+    ranked += [(int(i), float(cut)) for i in tied[: limit - len(ranked)]]
     return ranked[:limit]
 
 
