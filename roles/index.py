@@ -5,9 +5,11 @@ beside it one tantivy folder (the search engine, see `roles.index_search`),
 in the index folder (`PRESSROOM_INDEX_DIR`, by default beside the SQLite
 database). Every saga on that corpus, in any process, uses the same pair.
 
-- `CorpusIndex.refresh()` walks the corpus and stats every candidate file. A
-  file whose stat signature (size, mtime, ctime, inode) is the one recorded
-  is not read. Any other file is read through the `Reader`; when its sha256
+- `CorpusIndex.refresh()` walks the corpus and stats every file. A folder
+  whose listing (names and stat signatures) is the one recorded at the end
+  of the last refresh is not looked at file by file (`roles.index_walk`).
+  A file whose stat signature (size, mtime, ctime, inode) is the one
+  recorded is not read. Any other file is read through the `Reader`; when its sha256
   is the recorded one only the signature is updated, otherwise its passages
   are replaced (cut and assessed exactly as `collect_evidence()` does).
   Files gone from the folder lose their passages. The report says which
@@ -48,10 +50,10 @@ from orchestrator.core.clock import SYSTEM_CLOCK, Clock
 from orchestrator.core.errors import InvalidInput
 from roles import index_file as store
 from roles import index_search
+from roles import index_walk as walk
 from roles.artifacts import Evidence, Passage, SkippedFile, SourceFile
 from roles.corpus import (
     MAX_PASSAGE_CHARS,
-    SUFFIXES,
     Unusable,
     check_source_path,
     existing_root,
@@ -208,15 +210,11 @@ class CorpusIndex:
     def refresh(self) -> Refresh:
         """Bring the index up to date with the folder; see the module docstring."""
         started = self.clock.now()
-        found = _walk(self.base)
-        limited: SkippedFile | None = None
-        if len(found) > self.max_files:
-            rel = found[self.max_files][0]
-            limited = SkippedFile(path=rel, reason=f"file limit of {self.max_files} reached; not read")
-            found = found[: self.max_files]
+        folders = walk.walk(self.base)
         added: list[str] = []
         changed: list[str] = []
         unchanged = reads = 0
+        limited: SkippedFile | None = None
         with self._db() as db, store.writing(db):
             batch = self._engine().batch()
             try:
@@ -226,26 +224,29 @@ class CorpusIndex:
                     batch.clear()
                 else:
                     self._matching(db, batch)
-                known = store.stored_signatures(db)
-                for rel, path, signature in found:
-                    was_known = rel in known
-                    recorded = known.pop(rel, None)
-                    if was_known and signature is not None and recorded == signature:
-                        unchanged += 1
-                        continue
+                recorded = store.folder_rows(db)
+                todo = walk.plan(folders, recorded, lambda prefix: store.stored_signatures(db, prefix))
+                if todo.candidates > self.max_files:
+                    todo, limited = self._plan_limited(db, folders)
+                unchanged = todo.unchanged
+                for check in todo.check:
                     reads += 1
-                    held = store.stored_file(db, rel) if was_known else None
+                    held = store.stored_file(db, check.rel) if check.known else None
                     before = held[0] if held else None
-                    outcome = self._index_file(db, batch, rel, Path(path), signature, before)
+                    outcome = self._index_file(
+                        db, batch, check.rel, Path(check.path), check.signature, before
+                    )
                     if outcome == "unchanged":
                         unchanged += 1
                     else:
-                        (added if before is None else changed).append(rel)
-                for rel in known:
+                        (added if before is None else changed).append(check.rel)
+                for rel in todo.gone:
                     store.remove_file(db, rel)
                     batch.remove(rel)
+                store.set_folder_rows(db, todo.rows, recorded)
                 store.set_meta(db, "refreshed_at", started.isoformat())
-                store.count_read(db)
+                if todo.check or todo.gone:
+                    store.count_read(db)
                 _, skipped = store.read_counts(db)
                 if batch.changed:
                     _commit_engine(db, batch)
@@ -259,12 +260,35 @@ class CorpusIndex:
             corpus=str(self.base),
             added=tuple(added),
             changed=tuple(changed),
-            removed=tuple(sorted(known)),
+            removed=tuple(todo.gone),
             unchanged=unchanged,
             skipped=tuple(skipped_files),
             files_read=reads,
             started_at=started,
         )
+
+    def _plan_limited(
+        self, db: sqlite3.Connection, folders: dict[str, walk.Folder]
+    ) -> tuple[walk.Plan, SkippedFile]:
+        """More candidate files than `max_files`: the first ones in corpus-path order, each
+        compared with its recorded signature, and no folder listing trusted next time."""
+        found = walk.every_candidate(folders)
+        limited = SkippedFile(
+            path=found[self.max_files][0], reason=f"file limit of {self.max_files} reached; not read"
+        )
+        known = store.stored_signatures(db)
+        todo = walk.Plan(candidates=self.max_files)
+        for rel, path, signature in found[: self.max_files]:
+            was_known = rel in known
+            recorded = known.pop(rel, None)
+            if was_known and signature is not None and recorded == signature:
+                todo.unchanged += 1
+            else:
+                todo.check.append(walk.Check(rel, path, signature, was_known))
+            prefix = store.folder_of(rel)
+            todo.rows[prefix] = (None, todo.rows.get(prefix, (None, 0))[1] + 1)
+        todo.gone = sorted(known)
+        return todo, limited
 
     def refresh_unless_since(self, moment: datetime) -> Refresh | None:
         """Refresh, unless a walk that began at or after `moment` already did."""
@@ -397,46 +421,6 @@ def _signature(path: str | Path) -> store.Signature | None:
     except OSError:
         return None
     return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-
-
-def _walk(base: Path) -> list[tuple[str, str, store.Signature | None]]:
-    """The corpus's candidate files (as `corpus.candidates()` lists them: dot entries and
-    symlinked folders left out) with their signatures.
-
-    `os.scandir` and plain strings rather than `Path` objects: at 100,000 files the
-    walk is most of a refresh.
-    """
-    found: list[tuple[str, str, store.Signature | None]] = []
-    folders = [(str(base), "")]
-    while folders:
-        folder, prefix = folders.pop()
-        try:
-            with os.scandir(folder) as listing:
-                entries = list(listing)
-        except OSError:
-            continue
-        for entry in entries:
-            name = entry.name
-            if name.startswith("."):
-                continue
-            try:
-                is_dir = entry.is_dir()
-            except OSError:
-                is_dir = False
-            if is_dir:
-                if not entry.is_symlink():
-                    folders.append((entry.path, prefix + name + "/"))
-                continue
-            if os.path.splitext(name)[1].lower() not in SUFFIXES:
-                continue
-            try:
-                st = entry.stat()
-                signature: store.Signature | None = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-            except OSError:
-                signature = None
-            found.append((prefix + name, entry.path, signature))
-    found.sort(key=lambda item: item[0])
-    return found
 
 
 __all__ = [

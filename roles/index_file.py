@@ -4,7 +4,7 @@ This module owns the SQL. A corpus's index file holds:
 
 - ``meta``: the analyzer the rows were built with (tokenizer, passage size,
   injection rules) and when the last walk started;
-- ``files``: one row per candidate file: its corpus-relative path, the stat
+- ``files``: one row per candidate file: its corpus-relative path and folder, the stat
   signature it had when it was read (size, mtime, ctime, inode), its sha256
   digest or why it was skipped, and whether a passage taints it (the text is
   in ``texts``, so that a refresh's scan of ``files`` stays small);
@@ -12,7 +12,11 @@ This module owns the SQL. A corpus's index file holds:
   injection reasons and the URLs it carries, ``flagged`` when either is set
   or its file is tainted). Ids are never reused (``AUTOINCREMENT``): the search
   engine (`roles.index_search`) names passages by id, and a passage read again
-  gets a new one.
+  gets a new one;
+- ``folders``: per folder holding candidate files, the packed listing it had
+  at the end of the last refresh (see `roles.index_walk`) and its number of
+  candidate files; every write to a file outside a refresh sets the listing
+  to ``NULL``, so that the next refresh compares that folder file by file.
 
 The passages that are not flagged are searched in the engine, which is built
 from these rows. Passages of one file are replaced together, in the refresh's
@@ -41,11 +45,14 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files(
     path TEXT PRIMARY KEY,
+    folder TEXT NOT NULL,
     size INTEGER, mtime_ns INTEGER, ctime_ns INTEGER, inode INTEGER,
     digest TEXT, skipped TEXT,
     tainted INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS files_skipped ON files(skipped);
+CREATE INDEX IF NOT EXISTS files_folder ON files(folder);
+CREATE TABLE IF NOT EXISTS folders(path TEXT PRIMARY KEY, listing BLOB, candidates INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS files_skipped_paths ON files(path, skipped) WHERE skipped IS NOT NULL;
 CREATE TABLE IF NOT EXISTS texts(path TEXT PRIMARY KEY, text TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS passages(
@@ -103,7 +110,16 @@ def connect(path: Path) -> sqlite3.Connection:
     db.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
     db.execute("PRAGMA journal_mode = WAL")
     db.execute("PRAGMA synchronous = NORMAL")
-    db.executescript(_SCHEMA)
+    with writing(db):
+        columns = {row[1] for row in db.execute("PRAGMA table_info(files)")}
+        if columns and "folder" not in columns:
+            # A file of an older layout (the FTS5 index): its analyzer differs too, so the
+            # next refresh reads every file again; its tables go now, before the schema.
+            for table in ("plain", "passages", "texts", "files", "folders"):
+                db.execute(f"DROP TABLE IF EXISTS {table}")
+        for statement in _SCHEMA.split(";"):
+            if statement.strip():
+                db.execute(statement)
     return db
 
 
@@ -185,7 +201,7 @@ def set_meta(db: sqlite3.Connection, key: str, value: str) -> None:
 def clear(db: sqlite3.Connection) -> None:
     """Forget every file (the analyzer changed): the tables are made anew and the
     refresh reads every file again. (``plain`` is the FTS5 table of older files.)"""
-    for table in ("plain", "passages", "texts", "files"):
+    for table in ("plain", "passages", "texts", "files", "folders"):
         db.execute(f"DROP TABLE IF EXISTS {table}")
     for statement in _SCHEMA.split(";"):
         if statement.strip() and "meta(" not in statement:
@@ -201,9 +217,14 @@ def stored_files(db: sqlite3.Connection) -> dict[str, StoredFile]:
     return out
 
 
-def stored_signatures(db: sqlite3.Connection) -> dict[str, Signature | None]:
-    """Every file's recorded stat signature, by path (the one scan a refresh makes)."""
-    rows = db.execute("SELECT path, size, mtime_ns, ctime_ns, inode FROM files")
+def stored_signatures(db: sqlite3.Connection, folder: str | None = None) -> dict[str, Signature | None]:
+    """The recorded stat signatures, by path: of every file, or of the files directly in `folder`."""
+    if folder is None:
+        rows = db.execute("SELECT path, size, mtime_ns, ctime_ns, inode FROM files")
+    else:
+        rows = db.execute(
+            "SELECT path, size, mtime_ns, ctime_ns, inode FROM files WHERE folder = ?", (folder,)
+        )
     return {
         str(path): None if size is None else (int(size), int(mtime), int(ctime), int(inode))
         for path, size, mtime, ctime, inode in rows
@@ -224,7 +245,43 @@ def stored_file(db: sqlite3.Connection, path: str) -> tuple[StoredFile, str | No
     return StoredFile(path, signature, digest, skipped), text
 
 
+def folder_of(path: str) -> str:
+    """A corpus-relative path's folder prefix: "" at the root, "a/b/" below."""
+    return path[: path.rfind("/") + 1]
+
+
+def _forget_listing(db: sqlite3.Connection, path: str) -> None:
+    db.execute(
+        "INSERT INTO folders(path, listing, candidates) VALUES (?, NULL, 0) "
+        "ON CONFLICT(path) DO UPDATE SET listing = NULL",
+        (folder_of(path),),
+    )
+
+
+def folder_rows(db: sqlite3.Connection) -> dict[str, tuple[bytes | None, int]]:
+    """Every folder's recorded (packed listing or None, candidate files)."""
+    rows = db.execute("SELECT path, listing, candidates FROM folders")
+    return {str(path): (None if listing is None else bytes(listing), int(n)) for path, listing, n in rows}
+
+
+def set_folder_rows(
+    db: sqlite3.Connection,
+    rows: dict[str, tuple[bytes | None, int]],
+    recorded: dict[str, tuple[bytes | None, int]],
+) -> None:
+    """Record the folders as a refresh left them: `rows`, and no others. `recorded` is what the
+    refresh found: only rows that differ are written. (A folder whose files the refresh wrote
+    differs: it was read file by file, so its recorded listing was not its listing now.)"""
+    db.executemany("DELETE FROM folders WHERE path = ?", [(path,) for path in recorded if path not in rows])
+    db.executemany(
+        "INSERT INTO folders(path, listing, candidates) VALUES (?, ?, ?) "
+        "ON CONFLICT(path) DO UPDATE SET listing = excluded.listing, candidates = excluded.candidates",
+        [(path, listing, n) for path, (listing, n) in rows.items() if recorded.get(path) != (listing, n)],
+    )
+
+
 def set_signature(db: sqlite3.Connection, path: str, signature: Signature | None) -> None:
+    _forget_listing(db, path)
     size, mtime, ctime, inode = signature if signature is not None else (None, None, None, None)
     db.execute(
         "UPDATE files SET size = ?, mtime_ns = ?, ctime_ns = ?, inode = ? WHERE path = ?",
@@ -234,6 +291,7 @@ def set_signature(db: sqlite3.Connection, path: str, signature: Signature | None
 
 def remove_file(db: sqlite3.Connection, path: str) -> None:
     """Drop a file and its passages."""
+    _forget_listing(db, path)
     db.execute("DELETE FROM passages WHERE path = ?", (path,))
     db.execute("DELETE FROM texts WHERE path = ?", (path,))
     db.execute("DELETE FROM files WHERE path = ?", (path,))
@@ -243,8 +301,8 @@ def put_skipped(db: sqlite3.Connection, path: str, signature: Signature | None, 
     remove_file(db, path)
     size, mtime, ctime, inode = signature if signature is not None else (None, None, None, None)
     db.execute(
-        "INSERT INTO files(path, size, mtime_ns, ctime_ns, inode, skipped) VALUES (?, ?, ?, ?, ?, ?)",
-        (path, size, mtime, ctime, inode, reason),
+        "INSERT INTO files(path, folder, size, mtime_ns, ctime_ns, inode, skipped) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (path, folder_of(path), size, mtime, ctime, inode, reason),
     )
 
 
@@ -261,8 +319,9 @@ def put_file(
     remove_file(db, path)
     size, mtime, ctime, inode = signature if signature is not None else (None, None, None, None)
     db.execute(
-        "INSERT INTO files(path, size, mtime_ns, ctime_ns, inode, digest, tainted) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (path, size, mtime, ctime, inode, digest, int(tainted)),
+        "INSERT INTO files(path, folder, size, mtime_ns, ctime_ns, inode, digest, tainted) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (path, folder_of(path), size, mtime, ctime, inode, digest, int(tainted)),
     )
     db.execute("INSERT INTO texts(path, text) VALUES (?, ?)", (path, text))
     clean: list[tuple[int, str, str]] = []
@@ -360,6 +419,8 @@ __all__ = [
     "count_read",
     "connect",
     "flagged_passages",
+    "folder_of",
+    "folder_rows",
     "get_meta",
     "Connections",
     "plain_passages",
@@ -368,6 +429,7 @@ __all__ = [
     "read_counts",
     "remove_file",
     "passages_by_id",
+    "set_folder_rows",
     "set_meta",
     "set_signature",
     "stored_file",
