@@ -1,22 +1,30 @@
 """The persistent, incremental corpus index that research and review share.
 
-One SQLite file per corpus folder (see `roles.index_file`), in the index
-folder (`PRESSROOM_INDEX_DIR`, by default beside the SQLite database). Every
-saga on that corpus, in any process, uses the same file.
+One SQLite file per corpus folder (the record, see `roles.index_file`) and
+beside it one tantivy folder (the search engine, see `roles.index_search`),
+in the index folder (`PRESSROOM_INDEX_DIR`, by default beside the SQLite
+database). Every saga on that corpus, in any process, uses the same pair.
 
-- `CorpusIndex.refresh()` walks the corpus and stats every candidate file. A
-  file whose stat signature (size, mtime, ctime, inode) is the one recorded
-  is not read. Any other file is read through the `Reader`; when its sha256
+- `CorpusIndex.refresh()` walks the corpus and stats every file. A folder
+  whose listing (names and stat signatures) is the one recorded at the end
+  of the last refresh is not looked at file by file (`roles.index_walk`).
+  A file whose stat signature (size, mtime, ctime, inode) is the one
+  recorded is not read. Any other file is read through the `Reader`; when its sha256
   is the recorded one only the signature is updated, otherwise its passages
   are replaced (cut and assessed exactly as `collect_evidence()` does).
   Files gone from the folder lose their passages. The report says which
-  files were added, changed and removed.
-- `CorpusIndex.evidence()` answers what `ranking.collect_evidence()` answers
-  for the same files: the same suspicious passages with the same reasons,
-  and the same ranked passages with the same BM25 scores (the FTS5 table
-  holds exactly the passages that no brief can flag; a brief that names a
-  URL found in the corpus ranks its passages in a per-call index built from
-  the stored passages, still without reading a file).
+  files were added, changed and removed. All of it happens under the SQLite
+  write lock (``BEGIN IMMEDIATE``): the engine commits first, then SQLite,
+  both at the next generation.
+- `CorpusIndex.evidence()` answers with the same suspicious passages, the
+  same reasons, skipped files and file count as `ranking.collect_evidence()`,
+  and ranks the clean passages with the engine's top-k BM25 (the engine holds
+  exactly the passages that no brief can flag; a brief that names a URL
+  found in the corpus ranks its passages in a per-call engine index built
+  from the stored passages, still without reading a file). It reads the
+  SQLite snapshot and the engine at one generation; when they differ (a
+  refresh between its two commits, or one that died there) it waits for the
+  write lock and, if they still differ, rebuilds the engine from SQLite.
 - `CorpusIndex.source()` is `corpus.read_source()` through the index: the
   same path checks, then the stored text and digest while the file's
   signature is unchanged, or a fresh read that also updates the index.
@@ -36,13 +44,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final, Protocol
 
+import tantivy
+
 from orchestrator.core.clock import SYSTEM_CLOCK, Clock
 from orchestrator.core.errors import InvalidInput
 from roles import index_file as store
+from roles import index_search
+from roles import index_walk as walk
 from roles.artifacts import Evidence, Passage, SkippedFile, SourceFile
 from roles.corpus import (
     MAX_PASSAGE_CHARS,
-    SUFFIXES,
     Unusable,
     check_source_path,
     existing_root,
@@ -50,9 +61,9 @@ from roles.corpus import (
     split_passages,
 )
 from roles.injection import RULES_VERSION, assess_parts, taints_source, url_reasons
-from roles.ranking import DEFAULT_LIMIT, TAINTED_SOURCE, match_query, query_terms, rank
+from roles.ranking import DEFAULT_LIMIT, TAINTED_SOURCE, query_terms
 
-ANALYZER: Final = f"2;{store.TOKENIZER};{MAX_PASSAGE_CHARS};{RULES_VERSION}"
+ANALYZER: Final = f"3;{index_search.ENGINE};{MAX_PASSAGE_CHARS};{RULES_VERSION}"
 MAX_FILES: Final = 1_000_000
 MAX_FILE_BYTES: Final = 1_000_000
 
@@ -110,12 +121,19 @@ class CorpusIndexes:
         self.max_files = max_files
         self.clock = clock
         self.connections = store.Connections()
+        self.engines = index_search.Engines()
 
     def for_corpus(self, root: Path | str) -> CorpusIndex:
         base = existing_root(Path(root))
         name = hashlib.sha256(str(base).encode("utf-8")).hexdigest()[:32]
         return CorpusIndex(
-            base, self.folder / f"{name}.sqlite", self.reader, self.max_files, self.connections, self.clock
+            base,
+            self.folder / f"{name}.sqlite",
+            self.reader,
+            self.max_files,
+            self.connections,
+            self.clock,
+            self.engines,
         )
 
 
@@ -130,13 +148,16 @@ class CorpusIndex:
         max_files: int,
         connections: store.Connections | None = None,
         clock: Clock = SYSTEM_CLOCK,
+        engines: index_search.Engines | None = None,
     ) -> None:
         self.base = base
         self.file = file
+        self.engine_folder = file.with_suffix(".tantivy")
         self.reader = reader
         self.max_files = max_files
         self.connections = connections or store.Connections()
         self.clock = clock
+        self.engines = engines or index_search.Engines()
 
     @contextmanager
     def _db(self) -> Iterator[sqlite3.Connection]:
@@ -145,44 +166,93 @@ class CorpusIndex:
                 yield db
         except sqlite3.DatabaseError as error:
             raise InvalidInput(f"the corpus index {self.file} cannot be used: {error}") from None
+        except index_search.EngineError as error:
+            raise InvalidInput(f"the corpus index {self.engine_folder} cannot be used: {error}") from None
+
+    def _engine(self) -> index_search.Engine:
+        return self.engines.get(self.engine_folder)
+
+    @contextmanager
+    def _reading(self, db: sqlite3.Connection) -> Iterator[tantivy.Searcher]:
+        """A SQLite read snapshot and an engine searcher at the same generation."""
+        engine = self._engine()
+        db.execute("BEGIN")
+        generation = _generation(db)
+        searcher = engine.searcher()
+        if index_search.Engine.generation(searcher) == generation:
+            yield searcher
+            return
+        db.execute("ROLLBACK")
+        # A refresh is between its two commits, or died there: wait for the write lock.
+        with store.writing(db):
+            yield self._matching(db)
+
+    def _matching(self, db: sqlite3.Connection, batch: index_search.Batch | None = None) -> tantivy.Searcher:
+        """Under the write lock: the engine's searcher, the engine rebuilt from SQLite first when
+        its generation is not SQLite's. With `batch`, the rebuild is left to the caller's commit."""
+        engine = self._engine()
+        searcher = engine.searcher()
+        if index_search.Engine.generation(searcher) == _generation(db):
+            return searcher
+        own = batch or engine.batch()
+        try:
+            own.clear()
+            own.add(store.clean_rows(db))
+            if batch is None:
+                _commit_engine(db, own)
+        except BaseException:
+            own.abandon()
+            raise
+        return engine.searcher()
 
     # -- refreshing ----------------------------------------------------------------------
 
     def refresh(self) -> Refresh:
         """Bring the index up to date with the folder; see the module docstring."""
         started = self.clock.now()
-        found = _walk(self.base)
-        limited: SkippedFile | None = None
-        if len(found) > self.max_files:
-            rel = found[self.max_files][0]
-            limited = SkippedFile(path=rel, reason=f"file limit of {self.max_files} reached; not read")
-            found = found[: self.max_files]
+        folders = walk.walk(self.base)
         added: list[str] = []
         changed: list[str] = []
         unchanged = reads = 0
+        limited: SkippedFile | None = None
         with self._db() as db, store.writing(db):
-            if store.get_meta(db, "analyzer") != ANALYZER:
-                store.clear(db)
-                store.set_meta(db, "analyzer", ANALYZER)
-            known = store.stored_signatures(db)
-            for rel, path, signature in found:
-                was_known = rel in known
-                recorded = known.pop(rel, None)
-                if was_known and signature is not None and recorded == signature:
-                    unchanged += 1
-                    continue
-                reads += 1
-                held = store.stored_file(db, rel) if was_known else None
-                before = held[0] if held else None
-                outcome = self._index_file(db, rel, Path(path), signature, before)
-                if outcome == "unchanged":
-                    unchanged += 1
+            batch = self._engine().batch()
+            try:
+                if store.get_meta(db, "analyzer") != ANALYZER:
+                    store.clear(db)
+                    store.set_meta(db, "analyzer", ANALYZER)
+                    batch.clear()
                 else:
-                    (added if before is None else changed).append(rel)
-            for rel in known:
-                store.remove_file(db, rel)
-            store.set_meta(db, "refreshed_at", started.isoformat())
-            _, skipped = store.read_counts(db)
+                    self._matching(db, batch)
+                recorded = store.folder_rows(db)
+                todo = walk.plan(folders, recorded, lambda prefix: store.stored_signatures(db, prefix))
+                if todo.candidates > self.max_files:
+                    todo, limited = self._plan_limited(db, folders)
+                unchanged = todo.unchanged
+                for check in todo.check:
+                    reads += 1
+                    held = store.stored_file(db, check.rel) if check.known else None
+                    before = held[0] if held else None
+                    outcome = self._index_file(
+                        db, batch, check.rel, Path(check.path), check.signature, before
+                    )
+                    if outcome == "unchanged":
+                        unchanged += 1
+                    else:
+                        (added if before is None else changed).append(check.rel)
+                for rel in todo.gone:
+                    store.remove_file(db, rel)
+                    batch.remove(rel)
+                store.set_folder_rows(db, todo.rows, recorded)
+                store.set_meta(db, "refreshed_at", started.isoformat())
+                if todo.check or todo.gone:
+                    store.count_read(db)
+                _, skipped = store.read_counts(db)
+                if batch.changed:
+                    _commit_engine(db, batch)
+            except BaseException:
+                batch.abandon()
+                raise
         skipped_files = [SkippedFile(path=p, reason=r) for p, r in skipped]
         if limited is not None:
             skipped_files.append(limited)
@@ -190,12 +260,35 @@ class CorpusIndex:
             corpus=str(self.base),
             added=tuple(added),
             changed=tuple(changed),
-            removed=tuple(sorted(known)),
+            removed=tuple(todo.gone),
             unchanged=unchanged,
             skipped=tuple(skipped_files),
             files_read=reads,
             started_at=started,
         )
+
+    def _plan_limited(
+        self, db: sqlite3.Connection, folders: dict[str, walk.Folder]
+    ) -> tuple[walk.Plan, SkippedFile]:
+        """More candidate files than `max_files`: the first ones in corpus-path order, each
+        compared with its recorded signature, and no folder listing trusted next time."""
+        found = walk.every_candidate(folders)
+        limited = SkippedFile(
+            path=found[self.max_files][0], reason=f"file limit of {self.max_files} reached; not read"
+        )
+        known = store.stored_signatures(db)
+        todo = walk.Plan(candidates=self.max_files)
+        for rel, path, signature in found[: self.max_files]:
+            was_known = rel in known
+            recorded = known.pop(rel, None)
+            if was_known and signature is not None and recorded == signature:
+                todo.unchanged += 1
+            else:
+                todo.check.append(walk.Check(rel, path, signature, was_known))
+            prefix = store.folder_of(rel)
+            todo.rows[prefix] = (None, todo.rows.get(prefix, (None, 0))[1] + 1)
+        todo.gone = sorted(known)
+        return todo, limited
 
     def refresh_unless_since(self, moment: datetime) -> Refresh | None:
         """Refresh, unless a walk that began at or after `moment` already did."""
@@ -209,6 +302,7 @@ class CorpusIndex:
     def _index_file(
         self,
         db: sqlite3.Connection,
+        batch: index_search.Batch,
         rel: str,
         path: Path,
         signature: store.Signature | None,
@@ -221,19 +315,24 @@ class CorpusIndex:
                 store.set_signature(db, rel, signature)
                 return "unchanged"
             store.put_skipped(db, rel, signature, str(why))
+            if before is not None:
+                batch.remove(rel)
             return "indexed"
         if before is not None and before.skipped is None and before.digest == file.digest:
             store.set_signature(db, rel, signature)
             return "unchanged"
         passages, tainted = assessed_passages(file)
-        store.put_file(db, rel, signature, file.digest, file.text, passages, tainted)
+        clean = store.put_file(db, rel, signature, file.digest, file.text, passages, tainted)
+        if before is not None:
+            batch.remove(rel)
+        batch.add(clean)
         return "indexed"
 
     # -- answering -----------------------------------------------------------------------
 
     def evidence(self, brief: str, *, limit: int = DEFAULT_LIMIT) -> Evidence:
         """`collect_evidence(brief, load_corpus(root), limit=limit)`, from the index."""
-        with self._db() as db:
+        with self._db() as db, self._reading(db) as searcher:
             files_read, skipped = store.read_counts(db)
             suspicious: list[Passage] = []
             allowed: list[Passage] = []
@@ -249,10 +348,13 @@ class CorpusIndex:
                     allowed.append(row.passage)
             terms = query_terms(brief)
             if not allowed:
-                ranked = store.search_plain(db, match_query(terms), limit) if terms and limit > 0 else []
+                scored = index_search.top(searcher, terms, limit)
+                found = store.passages_by_id(db, [i for i, _ in scored])
+                ranked = [found[i].model_copy(update={"score": s}) for i, s in scored if i in found]
             else:
                 clean = sorted([*store.plain_passages(db), *allowed], key=lambda p: (p.source, p.start))
-                ranked = rank(brief, clean, limit)
+                scored = index_search.rank_texts(terms, [p.text for p in clean], limit)
+                ranked = [clean[i].model_copy(update={"score": s}) for i, s in scored]
         return Evidence(
             brief=brief,
             passages=tuple(ranked),
@@ -274,13 +376,34 @@ class CorpusIndex:
                 if row.digest is not None and text is not None:
                     return SourceFile(path=rel_path, digest=row.digest, text=text)
             with store.writing(db):
-                self._index_file(db, rel_path, path, signature, held[0] if held else None)
+                batch = self._engine().batch()
+                try:
+                    self._matching(db, batch)
+                    self._index_file(db, batch, rel_path, path, signature, held[0] if held else None)
+                    store.count_read(db)
+                    if batch.changed:
+                        _commit_engine(db, batch)
+                except BaseException:
+                    batch.abandon()
+                    raise
                 fresh = store.stored_file(db, rel_path)
         assert fresh is not None
         row, text = fresh
         if row.skipped is not None or row.digest is None or text is None:
             raise InvalidInput(f"source {rel_path} cannot be used: {row.skipped}", path=rel_path)
         return SourceFile(path=rel_path, digest=row.digest, text=text)
+
+
+def _generation(db: sqlite3.Connection) -> int:
+    return int(store.get_meta(db, "generation") or 0)
+
+
+def _commit_engine(db: sqlite3.Connection, batch: index_search.Batch) -> None:
+    """Commit the engine at the next generation, then record it in the (uncommitted) SQLite
+    transaction: a crash between the two leaves the engine ahead, which readers detect."""
+    generation = _generation(db) + 1
+    batch.commit(generation)
+    store.set_meta(db, "generation", str(generation))
 
 
 def assessed_passages(file: SourceFile) -> tuple[list[store.NewPassage], bool]:
@@ -298,46 +421,6 @@ def _signature(path: str | Path) -> store.Signature | None:
     except OSError:
         return None
     return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-
-
-def _walk(base: Path) -> list[tuple[str, str, store.Signature | None]]:
-    """The corpus's candidate files (as `corpus.candidates()` lists them: dot entries and
-    symlinked folders left out) with their signatures.
-
-    `os.scandir` and plain strings rather than `Path` objects: at 100,000 files the
-    walk is most of a refresh.
-    """
-    found: list[tuple[str, str, store.Signature | None]] = []
-    folders = [(str(base), "")]
-    while folders:
-        folder, prefix = folders.pop()
-        try:
-            with os.scandir(folder) as listing:
-                entries = list(listing)
-        except OSError:
-            continue
-        for entry in entries:
-            name = entry.name
-            if name.startswith("."):
-                continue
-            try:
-                is_dir = entry.is_dir()
-            except OSError:
-                is_dir = False
-            if is_dir:
-                if not entry.is_symlink():
-                    folders.append((entry.path, prefix + name + "/"))
-                continue
-            if os.path.splitext(name)[1].lower() not in SUFFIXES:
-                continue
-            try:
-                st = entry.stat()
-                signature: store.Signature | None = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-            except OSError:
-                signature = None
-            found.append((prefix + name, entry.path, signature))
-    found.sort(key=lambda item: item[0])
-    return found
 
 
 __all__ = [

@@ -1,22 +1,27 @@
-"""The corpus index's storage: one SQLite file per corpus, with an FTS5 table.
+"""The corpus index's record: one SQLite file per corpus.
 
 This module owns the SQL. A corpus's index file holds:
 
 - ``meta``: the analyzer the rows were built with (tokenizer, passage size,
   injection rules) and when the last walk started;
-- ``files``: one row per candidate file: its corpus-relative path, the stat
+- ``files``: one row per candidate file: its corpus-relative path and folder, the stat
   signature it had when it was read (size, mtime, ctime, inode), its sha256
   digest or why it was skipped, and whether a passage taints it (the text is
   in ``texts``, so that a refresh's scan of ``files`` stays small);
 - ``passages``: every passage (offsets, text, the brief-independent
   injection reasons and the URLs it carries, ``flagged`` when either is set
-  or its file is tainted);
-- ``plain``: an FTS5 table over the passages that are not flagged, keyed by
-  passage id; its BM25 statistics (row count, token totals, document
-  frequencies) are maintained by SQLite on every insert and delete.
+  or its file is tainted). Ids are never reused (``AUTOINCREMENT``): the search
+  engine (`roles.index_search`) names passages by id, and a passage read again
+  gets a new one;
+- ``folders``: per folder holding candidate files, the packed listing it had
+  at the end of the last refresh (see `roles.index_walk`) and its number of
+  candidate files; every write to a file outside a refresh sets the listing
+  to ``NULL``, so that the next refresh compares that folder file by file.
 
-Passages of one file are replaced together, in the refresh's transaction.
-The file runs in WAL mode so that many workers read while one refreshes.
+The passages that are not flagged are searched in the engine, which is built
+from these rows. Passages of one file are replaced together, in the refresh's
+transaction. The file runs in WAL mode so that many workers read while one
+refreshes.
 """
 
 from __future__ import annotations
@@ -34,21 +39,24 @@ from typing import Final
 
 from roles.artifacts import Passage
 
-TOKENIZER: Final = "porter unicode61 remove_diacritics 2"
 BUSY_MS: Final = 60_000
 
-_SCHEMA = f"""
+_SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files(
     path TEXT PRIMARY KEY,
+    folder TEXT NOT NULL,
     size INTEGER, mtime_ns INTEGER, ctime_ns INTEGER, inode INTEGER,
     digest TEXT, skipped TEXT,
     tainted INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS files_skipped ON files(skipped);
+CREATE INDEX IF NOT EXISTS files_folder ON files(folder);
+CREATE TABLE IF NOT EXISTS folders(path TEXT PRIMARY KEY, listing BLOB, candidates INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS files_skipped_paths ON files(path, skipped) WHERE skipped IS NOT NULL;
 CREATE TABLE IF NOT EXISTS texts(path TEXT PRIMARY KEY, text TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS passages(
-    id INTEGER PRIMARY KEY,
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
     path TEXT NOT NULL,
     start INTEGER NOT NULL,
     "end" INTEGER NOT NULL,
@@ -59,7 +67,6 @@ CREATE TABLE IF NOT EXISTS passages(
 );
 CREATE INDEX IF NOT EXISTS passages_path ON passages(path, start);
 CREATE INDEX IF NOT EXISTS passages_flagged ON passages(flagged, path, start) WHERE flagged = 1;
-CREATE VIRTUAL TABLE IF NOT EXISTS plain USING fts5(body, tokenize='{TOKENIZER}');
 """
 
 Signature = tuple[int, int, int, int]
@@ -103,7 +110,16 @@ def connect(path: Path) -> sqlite3.Connection:
     db.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
     db.execute("PRAGMA journal_mode = WAL")
     db.execute("PRAGMA synchronous = NORMAL")
-    db.executescript(_SCHEMA)
+    with writing(db):
+        columns = {row[1] for row in db.execute("PRAGMA table_info(files)")}
+        if columns and "folder" not in columns:
+            # A file of an older layout (the FTS5 index): its analyzer differs too, so the
+            # next refresh reads every file again; its tables go now, before the schema.
+            for table in ("plain", "passages", "texts", "files", "folders"):
+                db.execute(f"DROP TABLE IF EXISTS {table}")
+        for statement in _SCHEMA.split(";"):
+            if statement.strip():
+                db.execute(statement)
     return db
 
 
@@ -184,8 +200,8 @@ def set_meta(db: sqlite3.Connection, key: str, value: str) -> None:
 
 def clear(db: sqlite3.Connection) -> None:
     """Forget every file (the analyzer changed): the tables are made anew and the
-    refresh reads every file again."""
-    for table in ("plain", "passages", "texts", "files"):
+    refresh reads every file again. (``plain`` is the FTS5 table of older files.)"""
+    for table in ("plain", "passages", "texts", "files", "folders"):
         db.execute(f"DROP TABLE IF EXISTS {table}")
     for statement in _SCHEMA.split(";"):
         if statement.strip() and "meta(" not in statement:
@@ -201,9 +217,14 @@ def stored_files(db: sqlite3.Connection) -> dict[str, StoredFile]:
     return out
 
 
-def stored_signatures(db: sqlite3.Connection) -> dict[str, Signature | None]:
-    """Every file's recorded stat signature, by path (the one scan a refresh makes)."""
-    rows = db.execute("SELECT path, size, mtime_ns, ctime_ns, inode FROM files")
+def stored_signatures(db: sqlite3.Connection, folder: str | None = None) -> dict[str, Signature | None]:
+    """The recorded stat signatures, by path: of every file, or of the files directly in `folder`."""
+    if folder is None:
+        rows = db.execute("SELECT path, size, mtime_ns, ctime_ns, inode FROM files")
+    else:
+        rows = db.execute(
+            "SELECT path, size, mtime_ns, ctime_ns, inode FROM files WHERE folder = ?", (folder,)
+        )
     return {
         str(path): None if size is None else (int(size), int(mtime), int(ctime), int(inode))
         for path, size, mtime, ctime, inode in rows
@@ -224,7 +245,43 @@ def stored_file(db: sqlite3.Connection, path: str) -> tuple[StoredFile, str | No
     return StoredFile(path, signature, digest, skipped), text
 
 
+def folder_of(path: str) -> str:
+    """A corpus-relative path's folder prefix: "" at the root, "a/b/" below."""
+    return path[: path.rfind("/") + 1]
+
+
+def _forget_listing(db: sqlite3.Connection, path: str) -> None:
+    db.execute(
+        "INSERT INTO folders(path, listing, candidates) VALUES (?, NULL, 0) "
+        "ON CONFLICT(path) DO UPDATE SET listing = NULL",
+        (folder_of(path),),
+    )
+
+
+def folder_rows(db: sqlite3.Connection) -> dict[str, tuple[bytes | None, int]]:
+    """Every folder's recorded (packed listing or None, candidate files)."""
+    rows = db.execute("SELECT path, listing, candidates FROM folders")
+    return {str(path): (None if listing is None else bytes(listing), int(n)) for path, listing, n in rows}
+
+
+def set_folder_rows(
+    db: sqlite3.Connection,
+    rows: dict[str, tuple[bytes | None, int]],
+    recorded: dict[str, tuple[bytes | None, int]],
+) -> None:
+    """Record the folders as a refresh left them: `rows`, and no others. `recorded` is what the
+    refresh found: only rows that differ are written. (A folder whose files the refresh wrote
+    differs: it was read file by file, so its recorded listing was not its listing now.)"""
+    db.executemany("DELETE FROM folders WHERE path = ?", [(path,) for path in recorded if path not in rows])
+    db.executemany(
+        "INSERT INTO folders(path, listing, candidates) VALUES (?, ?, ?) "
+        "ON CONFLICT(path) DO UPDATE SET listing = excluded.listing, candidates = excluded.candidates",
+        [(path, listing, n) for path, (listing, n) in rows.items() if recorded.get(path) != (listing, n)],
+    )
+
+
 def set_signature(db: sqlite3.Connection, path: str, signature: Signature | None) -> None:
+    _forget_listing(db, path)
     size, mtime, ctime, inode = signature if signature is not None else (None, None, None, None)
     db.execute(
         "UPDATE files SET size = ?, mtime_ns = ?, ctime_ns = ?, inode = ? WHERE path = ?",
@@ -233,10 +290,8 @@ def set_signature(db: sqlite3.Connection, path: str, signature: Signature | None
 
 
 def remove_file(db: sqlite3.Connection, path: str) -> None:
-    """Drop a file and its passages (and their rows in the FTS table)."""
-    db.execute(
-        "DELETE FROM plain WHERE rowid IN (SELECT id FROM passages WHERE path = ? AND flagged = 0)", (path,)
-    )
+    """Drop a file and its passages."""
+    _forget_listing(db, path)
     db.execute("DELETE FROM passages WHERE path = ?", (path,))
     db.execute("DELETE FROM texts WHERE path = ?", (path,))
     db.execute("DELETE FROM files WHERE path = ?", (path,))
@@ -246,8 +301,8 @@ def put_skipped(db: sqlite3.Connection, path: str, signature: Signature | None, 
     remove_file(db, path)
     size, mtime, ctime, inode = signature if signature is not None else (None, None, None, None)
     db.execute(
-        "INSERT INTO files(path, size, mtime_ns, ctime_ns, inode, skipped) VALUES (?, ?, ?, ?, ?, ?)",
-        (path, size, mtime, ctime, inode, reason),
+        "INSERT INTO files(path, folder, size, mtime_ns, ctime_ns, inode, skipped) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (path, folder_of(path), size, mtime, ctime, inode, reason),
     )
 
 
@@ -259,15 +314,17 @@ def put_file(
     text: str,
     passages: Iterable[NewPassage],
     tainted: bool,
-) -> None:
-    """Store one read file and replace its passages."""
+) -> list[tuple[int, str, str]]:
+    """Store one read file and replace its passages; returns its clean passages (id, path, text)."""
     remove_file(db, path)
     size, mtime, ctime, inode = signature if signature is not None else (None, None, None, None)
     db.execute(
-        "INSERT INTO files(path, size, mtime_ns, ctime_ns, inode, digest, tainted) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (path, size, mtime, ctime, inode, digest, int(tainted)),
+        "INSERT INTO files(path, folder, size, mtime_ns, ctime_ns, inode, digest, tainted) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (path, folder_of(path), size, mtime, ctime, inode, digest, int(tainted)),
     )
     db.execute("INSERT INTO texts(path, text) VALUES (?, ?)", (path, text))
+    clean: list[tuple[int, str, str]] = []
     for p in passages:
         flagged = bool(tainted or p.reasons or p.urls)
         cursor = db.execute(
@@ -275,7 +332,9 @@ def put_file(
             (path, p.start, p.end, p.text, json.dumps(p.reasons), json.dumps(p.urls), int(flagged)),
         )
         if not flagged:
-            db.execute("INSERT INTO plain(rowid, body) VALUES (?, ?)", (cursor.lastrowid, p.text))
+            assert cursor.lastrowid is not None
+            clean.append((cursor.lastrowid, path, p.text))
+    return clean
 
 
 def flagged_passages(db: sqlite3.Connection) -> list[StoredPassage]:
@@ -307,45 +366,45 @@ def plain_passages(db: sqlite3.Connection) -> list[Passage]:
     ]
 
 
-def search_plain(db: sqlite3.Connection, match: str, limit: int) -> list[Passage]:
-    """The FTS5 MATCH over the plain passages, by ``bm25()``, ties in corpus order.
-
-    The best ``4 * limit`` rows are taken by score alone and only those are joined
-    to their passages and sorted with the corpus-order tie-break; when the last of
-    them ties with the cut, the exact query over every match answers instead.
-    """
-    window = 4 * limit
-    top = db.execute(
-        "SELECT rowid, bm25(plain) AS rank_ FROM plain WHERE plain MATCH ? ORDER BY rank_ LIMIT ?",
-        (match, window + 1),
-    ).fetchall()
-    if len(top) > window and top[window][1] == top[limit - 1][1]:
-        query, args = _SEARCH_ALL, (match, limit)
-    else:
-        ids = ",".join(str(int(rowid)) for rowid, _ in top[:window]) or "NULL"
-        query, args = _SEARCH_SOME.format(ids=ids), (match, limit)
-    rows = db.execute(query, args)
-    return [
-        Passage(source=path, source_digest=digest, start=start, end=end, text=text, score=-float(bm25))
-        for path, start, end, text, digest, bm25 in rows
-    ]
+def clean_rows(db: sqlite3.Connection) -> Iterator[tuple[int, str, str]]:
+    """Every passage that is not flagged as (id, path, text), in id order: what the engine holds."""
+    for passage_id, path, text in db.execute(
+        "SELECT id, path, text FROM passages WHERE flagged = 0 ORDER BY id"
+    ):
+        yield int(passage_id), str(path), str(text)
 
 
-_SEARCH_ALL = (
-    'SELECT p.path, p.start, p."end", p.text, f.digest, bm25(plain) AS rank_ '
-    "FROM plain JOIN passages p ON p.id = plain.rowid JOIN files f ON f.path = p.path "
-    "WHERE plain MATCH ? ORDER BY rank_, p.path, p.start LIMIT ?"
-)
-_SEARCH_SOME = (
-    'SELECT p.path, p.start, p."end", p.text, f.digest, bm25(plain) AS rank_ '
-    "FROM plain JOIN passages p ON p.id = plain.rowid JOIN files f ON f.path = p.path "
-    "WHERE plain MATCH ? AND plain.rowid IN ({ids}) ORDER BY rank_, p.path, p.start LIMIT ?"
-)
+def passages_by_id(db: sqlite3.Connection, ids: Iterable[int]) -> dict[int, Passage]:
+    """The passages with these ids (those that exist), with their file's digest."""
+    wanted = [int(i) for i in ids]
+    if not wanted:
+        return {}
+    marks = ",".join("?" * len(wanted))
+    rows = db.execute(
+        f'SELECT p.id, p.path, p.start, p."end", p.text, f.digest FROM passages p '
+        f"JOIN files f ON f.path = p.path WHERE p.id IN ({marks}) AND p.flagged = 0",
+        wanted,
+    )
+    return {
+        int(pid): Passage(source=path, source_digest=digest, start=start, end=end, text=text)
+        for pid, path, start, end, text, digest in rows
+    }
+
+
+def count_read(db: sqlite3.Connection) -> None:
+    """Record in ``meta`` how many files were read into the index (every write ends with it:
+    counting 100,000 rows on every answer would cost more than the answer's search)."""
+    (count,) = db.execute("SELECT count(*) FROM files WHERE skipped IS NULL").fetchone()
+    set_meta(db, "files_read", str(int(count)))
 
 
 def read_counts(db: sqlite3.Connection) -> tuple[int, list[tuple[str, str]]]:
-    """Files read into the index, and the skipped files (path, reason) in path order."""
-    (count,) = db.execute("SELECT count(*) FROM files WHERE skipped IS NULL").fetchone()
+    """Files read into the index (as last recorded), and the skipped files (path, reason) in path order."""
+    recorded = get_meta(db, "files_read")
+    if recorded is None:
+        (count,) = db.execute("SELECT count(*) FROM files WHERE skipped IS NULL").fetchone()
+    else:
+        count = int(recorded)
     skipped = db.execute("SELECT path, skipped FROM files WHERE skipped IS NOT NULL ORDER BY path").fetchall()
     return int(count), [(str(p), str(r)) for p, r in skipped]
 
@@ -355,10 +414,13 @@ __all__ = [
     "Signature",
     "StoredFile",
     "StoredPassage",
-    "TOKENIZER",
+    "clean_rows",
     "clear",
+    "count_read",
     "connect",
     "flagged_passages",
+    "folder_of",
+    "folder_rows",
     "get_meta",
     "Connections",
     "plain_passages",
@@ -366,7 +428,8 @@ __all__ = [
     "put_skipped",
     "read_counts",
     "remove_file",
-    "search_plain",
+    "passages_by_id",
+    "set_folder_rows",
     "set_meta",
     "set_signature",
     "stored_file",

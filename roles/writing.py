@@ -3,7 +3,7 @@
 `write_draft()` copies whole sentences from the evidence passages (never from
 suspicious ones), puts the citation marker `` [n]`` after each, and lists every
 marker in a closing ``## Sources`` section. Sentences that contain the brief's
-terms come first (scored with the same BM25 as the researcher's ranking). The
+terms come first (scored with SQLite FTS5's BM25, `ranking.score_texts`). The
 layout is a ``# Title`` derived from the brief, a lede paragraph with the best
 sentence (and the best from a second source when there is enough evidence),
 then sections from up to three sources, each with paragraphs of one to three

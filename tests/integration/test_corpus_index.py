@@ -99,3 +99,50 @@ def test_two_apps_share_the_index_folder(db_url: str, tmp_path: Path, corpus: Pa
     _submit(worker, corpus, 4)
 
     assert reader.paths == []
+
+
+_REFRESHER = """
+import sys
+from pathlib import Path
+from roles.index import CorpusIndexes
+
+corpus, folder, name = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+index = CorpusIndexes(folder).for_corpus(corpus)
+for n in range(6):
+    (corpus / f"{name}-{n}.md").write_text(f"The {name}{n} signal box.\\n", encoding="utf-8")
+    index.refresh()
+    found = [p.source for p in index.evidence(f"{name}{n}").passages]
+    assert found == [f"{name}-{n}.md"], found
+print("ok")
+"""
+
+
+def test_processes_refreshing_one_index_at_once_each_see_their_changes(tmp_path: Path, corpus: Path) -> None:
+    import subprocess
+    import sys
+
+    folder = tmp_path / "shared-index"
+    CorpusIndexes(folder).for_corpus(corpus).refresh()
+    root = Path(__file__).resolve().parents[2]
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _REFRESHER, str(corpus), str(folder), name],
+            cwd=root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name in ("alpha", "beta", "gamma")
+    ]
+    outcomes = [run.communicate(timeout=120) for run in runs]
+
+    assert [(run.returncode, out.strip()) for run, (out, _) in zip(runs, outcomes, strict=True)] == [
+        (0, "ok")
+    ] * 3, [err for _, err in outcomes]
+    index = CorpusIndexes(folder).for_corpus(corpus)
+    fresh = CorpusIndexes(tmp_path / "fresh").for_corpus(corpus)
+    fresh.refresh()
+    assert index.refresh().files_read == 0
+    found = sorted(p.source for p in index.evidence("signal box", limit=50).passages)
+    assert found == sorted(p.source for p in fresh.evidence("signal box", limit=50).passages)
+    assert len(found) == 18

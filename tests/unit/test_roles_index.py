@@ -1,20 +1,29 @@
-"""The persistent corpus index: incremental refresh on real files, answers equal to per-call ranking.
+"""The persistent corpus index: incremental refresh on real files, answers as the FTS5 index gave them.
 
 Reads are counted by handing the index a `Reader` that counts and then reads
 the real file; nothing about the file system is faked.
+
+The engine's BM25 is tantivy's, the per-call path's (`collect_evidence()`) is
+SQLite FTS5's: the two agree on what an answer holds apart from its ranking
+(suspicious passages, reasons, skipped files, counts) and on which passages
+match a brief; the ranking is compared with the answers the FTS5 index gave,
+recorded in `tests/fixtures/index_answers_fts5.json`.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
 
 import roles
 from orchestrator.core.errors import InvalidInput, NotFound
-from roles.artifacts import SourceFile
+from roles import index_search
+from roles.artifacts import Evidence, SourceFile
 from roles.corpus import SourceOutsideCorpus, load_corpus, read_source
 from roles.index import CorpusIndexes, read_from_disk
 from roles.ranking import collect_evidence
@@ -24,6 +33,40 @@ pytestmark = pytest.mark.unit
 SAMPLE = Path(roles.__file__).parent / "sample_corpus"
 EVAL = Path(__file__).resolve().parents[2] / "examples" / "eval"
 SAMPLE_BRIEF = "A short history of the Millbrook public library, its branches and the book sale."
+ROOT = Path(__file__).resolve().parents[2]
+FTS5_ANSWERS = ROOT / "tests" / "fixtures" / "index_answers_fts5.json"
+# The briefs whose FTS5 ranking the engine does not reproduce exactly, and why:
+# - FTS5 gives a term found in more than half of the passages an IDF of about zero, so the
+#   passages matching only such terms score 0, tie, and come in corpus order; tantivy's IDF,
+#   ln(1 + (N - n + 0.5) / (n + 0.5)), stays positive and orders them by their words;
+# - the sample brief: the two BM25 variants (IDF above, and tantivy's one-byte length norm)
+#   swap its two best passages (FTS5: 2.67 and 2.35) and reorder the tail.
+RANKED_OTHERWISE = {
+    ("roles/sample_corpus", SAMPLE_BRIEF),
+    (
+        "examples/eval/church-bells/corpus",
+        "Write about the bells of St Aidan's church and the ringers who ring them.",
+    ),
+    (
+        "examples/eval/injection-several-forms/corpus",
+        "Write about the bells of St Aidan's church and the ringers who ring them.",
+    ),
+    (
+        "examples/eval/external-image/corpus",
+        "Write a short history of the Hollin canal, its locks and their restoration.",
+    ),
+    (
+        "examples/eval/movable-type/corpus",
+        "Write a short history of movable type printing, from its origins in East Asia to Gutenberg's press.",
+    ),
+    *(
+        (
+            f"examples/eval/{case}/corpus",
+            "Summarize the history of the Merton tram network from its opening to its return.",
+        )
+        for case in ("fault-timeout-after-apply-status-known", "foreign-link-markdown", "tram-network")
+    ),
+}
 
 
 class CountingReader:
@@ -45,6 +88,15 @@ def _corpora() -> list[tuple[Path, str]]:
     return cases
 
 
+def _screening(evidence: Evidence) -> Evidence:
+    """Everything an answer holds apart from its ranked passages."""
+    return evidence.model_copy(update={"passages": ()})
+
+
+def _ranked(evidence: Evidence) -> list[tuple[str, int]]:
+    return [(p.source, p.start) for p in evidence.passages]
+
+
 def _bump(path: Path, text: str) -> None:
     """Rewrite a file and move its mtime on, as an editor saving it later would."""
     path.write_text(text, encoding="utf-8")
@@ -55,14 +107,40 @@ def _bump(path: Path, text: str) -> None:
 @pytest.mark.parametrize(
     ("corpus", "brief"), _corpora(), ids=lambda v: getattr(v, "parent", Path(str(v))).name
 )
-def test_index_answers_equal_the_per_call_ranking(tmp_path: Path, corpus: Path, brief: str) -> None:
+def test_index_answers_screen_and_match_as_the_per_call_path(
+    tmp_path: Path, corpus: Path, brief: str
+) -> None:
     index = CorpusIndexes(tmp_path / "index").for_corpus(corpus)
     index.refresh()
     for query in (brief, "history of the bridge and its repairs", "library", "the of and", "windmill"):
-        for limit in (1, 3, 8, 50):
-            assert index.evidence(query, limit=limit) == collect_evidence(
-                query, load_corpus(corpus), limit=limit
-            )
+        for limit in (1, 3, 8):
+            found = index.evidence(query, limit=limit)
+            expected = collect_evidence(query, load_corpus(corpus), limit=limit)
+            assert _screening(found) == _screening(expected)
+            assert len(found.passages) == len(expected.passages)
+        every = collect_evidence(query, load_corpus(corpus), limit=1000)
+        assert sorted(_ranked(index.evidence(query, limit=1000))) == sorted(_ranked(every))
+
+
+def test_index_answers_equal_the_recorded_fts5_answers(tmp_path: Path) -> None:
+    recorded = json.loads(FTS5_ANSWERS.read_text(encoding="utf-8"))["answers"]
+    indexes = CorpusIndexes(tmp_path / "index")
+    refreshed: set[str] = set()
+    exact = 0
+    for answer in recorded:
+        index = indexes.for_corpus(ROOT / answer["corpus"])
+        if answer["corpus"] not in refreshed:
+            index.refresh()
+            refreshed.add(answer["corpus"])
+        found = _ranked(index.evidence(answer["query"], limit=answer["limit"]))
+        expected = [(source, start) for source, start, _end, _score in answer["ranked"]]
+        assert len(found) == len(expected), answer
+        exact += found == expected
+        if (answer["corpus"], answer["query"]) not in RANKED_OTHERWISE:
+            assert found == expected, answer
+        elif answer["limit"] == 50:
+            assert sorted(found) == sorted(expected), answer  # every match, ranked otherwise
+    assert exact == 936  # of 960 (docs/architecture.md, *Corpus index*)
 
 
 def test_a_brief_naming_a_url_in_the_corpus_ranks_that_passage_too(tmp_path: Path) -> None:
@@ -73,7 +151,8 @@ def test_a_brief_naming_a_url_in_the_corpus_ranks_that_passage_too(tmp_path: Pat
 
     evidence = index.evidence(brief)
 
-    assert evidence == collect_evidence(brief, load_corpus(corpus))
+    expected = collect_evidence(brief, load_corpus(corpus))
+    assert _screening(evidence) == _screening(expected) and _ranked(evidence) == _ranked(expected)
     assert any("://" in p.text for p in evidence.passages)
     assert not any("://" in p.text for p in index.evidence("history of the Hollin bridge").passages)
 
@@ -120,9 +199,9 @@ def test_one_changed_file_is_read_again_and_its_passages_replaced(tmp_path: Path
     ]
     old = (SAMPLE / "bookmobile.txt").read_text(encoding="utf-8")
     assert all(p.text not in old for p in index.evidence("bookmobile stops villages").passages)
-    assert index.evidence("zeppelin bookmobile") == collect_evidence(
-        "zeppelin bookmobile", load_corpus(corpus)
-    )
+    expected = collect_evidence("zeppelin bookmobile", load_corpus(corpus))
+    assert _screening(index.evidence("zeppelin bookmobile")) == _screening(expected)
+    assert _ranked(index.evidence("zeppelin bookmobile")) == _ranked(expected)
 
 
 def test_a_touched_file_with_the_same_bytes_is_read_but_reported_unchanged(tmp_path: Path) -> None:
@@ -156,7 +235,9 @@ def test_a_deleted_file_loses_its_passages_and_a_new_file_is_added(tmp_path: Pat
 
     assert done.removed == ("bookmobile.txt",) and done.added == ("extra/mill.md",)
     assert all(p.source != "bookmobile.txt" for p in index.evidence("bookmobile").passages)
-    assert index.evidence("bookmobile") == collect_evidence("bookmobile", load_corpus(corpus))
+    expected = collect_evidence("bookmobile", load_corpus(corpus))
+    assert _screening(index.evidence("bookmobile")) == _screening(expected)
+    assert _ranked(index.evidence("bookmobile")) == _ranked(expected)
     with pytest.raises(NotFound):
         index.source("bookmobile.txt")
 
@@ -174,7 +255,9 @@ def test_skipped_files_are_remembered_and_not_read_again(tmp_path: Path) -> None
     index.refresh()
 
     assert reader.paths == []
-    assert index.evidence("windmill") == collect_evidence("windmill", load_corpus(corpus))
+    expected = collect_evidence("windmill", load_corpus(corpus))
+    assert _screening(index.evidence("windmill")) == _screening(expected)
+    assert _ranked(index.evidence("windmill")) == _ranked(expected)
     with pytest.raises(InvalidInput, match="not valid UTF-8"):
         index.source("bad.txt")
 
@@ -258,7 +341,9 @@ def test_an_index_built_with_other_rules_is_rebuilt(tmp_path: Path) -> None:
     index.refresh()
 
     assert len(reader.paths) == 6
-    assert index.evidence(SAMPLE_BRIEF) == collect_evidence(SAMPLE_BRIEF, load_corpus(corpus))
+    fresh = CorpusIndexes(tmp_path / "fresh").for_corpus(corpus)
+    fresh.refresh()
+    assert index.evidence(SAMPLE_BRIEF) == fresh.evidence(SAMPLE_BRIEF)
 
 
 def test_ties_beyond_the_search_window_keep_corpus_order(tmp_path: Path) -> None:
@@ -270,9 +355,126 @@ def test_ties_beyond_the_search_window_keep_corpus_order(tmp_path: Path) -> None
     index = CorpusIndexes(tmp_path / "index").for_corpus(corpus)
     index.refresh()
     for limit in (1, 2, 3, 5, 13):
-        assert index.evidence("windmill", limit=limit) == collect_evidence(
-            "windmill", load_corpus(corpus), limit=limit
-        )
+        expected = collect_evidence("windmill", load_corpus(corpus), limit=limit)
+        assert _ranked(index.evidence("windmill", limit=limit)) == _ranked(expected)
+
+
+def test_ties_are_broken_by_the_order_passages_entered_the_index(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for i in range(40):
+        (corpus / f"copy-{i:02d}.md").write_text("The windmill was restored in 1990.\n", encoding="utf-8")
+    index = CorpusIndexes(tmp_path / "index").for_corpus(corpus)
+    index.refresh()
+    _bump(corpus / "copy-00.md", "The windmill was restored in 1991.\n")  # same words, same score
+    index.refresh()
+
+    answers = [index.evidence("windmill", limit=40) for _ in range(3)]
+    elsewhere = CorpusIndexes(tmp_path / "index").for_corpus(corpus).evidence("windmill", limit=40)
+
+    order = [p.source for p in answers[0].passages]
+    assert order == [f"copy-{i:02d}.md" for i in range(1, 40)] + ["copy-00.md"]
+    assert len({p.score for p in answers[0].passages}) == 1
+    assert answers[1] == answers[0] == answers[2] == elsewhere
+    assert [p.source for p in index.evidence("windmill", limit=3).passages] == order[:3]
+
+
+def test_ties_keep_the_order_passages_entered_after_the_engine_merges_its_segments(tmp_path: Path) -> None:
+    # 24 refreshes of three tied passages each: the engine merges its segments, and its own
+    # order of ties (its internal addresses) stops being the order passages entered.
+    for run in ("a", "b"):
+        corpus = tmp_path / run / "corpus"
+        corpus.mkdir(parents=True)
+        index = CorpusIndexes(tmp_path / run / "index").for_corpus(corpus)
+        for r in range(24):
+            for i in range(3):
+                (corpus / f"r{r:02d}-{i}.md").write_text(
+                    "The windmill was restored in 1990.\n", encoding="utf-8"
+                )
+            index.refresh()
+        for limit in (1, 2, 5):
+            expected = collect_evidence("windmill", load_corpus(corpus), limit=limit)
+            assert _ranked(index.evidence("windmill", limit=limit)) == _ranked(expected)
+
+
+def test_a_renamed_file_is_removed_and_added_under_its_new_path(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    shutil.copytree(SAMPLE, corpus)
+    reader = CountingReader()
+    index = CorpusIndexes(tmp_path / "index", reader=reader).for_corpus(corpus)
+    index.refresh()
+    reader.paths.clear()
+    (corpus / "moved").mkdir()
+    (corpus / "bookmobile.txt").rename(corpus / "moved" / "bookmobile.txt")
+
+    done = index.refresh()
+
+    assert (done.added, done.removed, done.changed) == (("moved/bookmobile.txt",), ("bookmobile.txt",), ())
+    assert reader.paths == ["moved/bookmobile.txt"]
+    sources = {p.source for p in index.evidence("bookmobile", limit=50).passages}
+    assert "moved/bookmobile.txt" in sources and "bookmobile.txt" not in sources
+    fresh = CorpusIndexes(tmp_path / "fresh").for_corpus(corpus)
+    fresh.refresh()
+    assert sorted(_ranked(index.evidence("bookmobile", limit=50))) == sorted(
+        _ranked(fresh.evidence("bookmobile", limit=50))
+    )
+
+
+def _generation(file: Path) -> int:
+    with sqlite3.connect(file) as db:
+        (value,) = db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+    return int(value)
+
+
+def test_an_engine_ahead_of_its_record_is_rebuilt_from_the_record(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    shutil.copytree(SAMPLE, corpus)
+    indexes = CorpusIndexes(tmp_path / "index")
+    index = indexes.for_corpus(corpus)
+    index.refresh()
+    before = index.evidence(SAMPLE_BRIEF)
+    # A refresh that died between its two commits: the engine holds a passage the record does
+    # not (under the id of a passage that says something else), at the next generation.
+    batch = indexes.engines.get(index.engine_folder).batch()
+    batch.add([(1, "bookmobile.txt", "The zeppelin hangar.")])
+    batch.commit(_generation(index.file) + 1)
+
+    assert index.evidence("zeppelin").passages == ()
+    assert (
+        CorpusIndexes(tmp_path / "index").for_corpus(corpus).evidence(SAMPLE_BRIEF).passages
+        == before.passages
+    )
+    assert index.evidence(SAMPLE_BRIEF).passages == before.passages
+
+
+def test_a_refresh_repairs_an_engine_ahead_of_its_record(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    shutil.copytree(SAMPLE, corpus)
+    indexes = CorpusIndexes(tmp_path / "index")
+    index = indexes.for_corpus(corpus)
+    index.refresh()
+    batch = indexes.engines.get(index.engine_folder).batch()
+    batch.remove("overview.md")
+    batch.commit(_generation(index.file) + 1)
+    _bump(corpus / "bookmobile.txt", "The zeppelin bookmobile.\n")
+
+    done = index.refresh()
+
+    assert done.changed == ("bookmobile.txt",)
+    assert {p.source for p in index.evidence("library", limit=50).passages} >= {"overview.md"}
+    assert [p.source for p in index.evidence("zeppelin").passages] == ["bookmobile.txt"]
+
+
+def test_an_unusable_engine_folder_is_a_clear_error(tmp_path: Path) -> None:
+    index = CorpusIndexes(tmp_path / "index").for_corpus(SAMPLE)
+    index.engine_folder.mkdir(parents=True)
+    (index.engine_folder / "meta.json").write_text("this is not an index", encoding="utf-8")
+    with pytest.raises(InvalidInput, match="corpus index"):
+        index.refresh()
+
+
+def test_the_analyzer_folds_case_and_accents_and_stems() -> None:
+    assert index_search.analyzer().analyze("Naïve Straße locks") == ["naiv", "strass", "lock"]
 
 
 def test_an_index_file_stays_open_across_calls_of_one_thread(tmp_path: Path) -> None:
