@@ -4,7 +4,8 @@ For one handoff it checks that the message belongs to the saga's current
 preparation round (a message of an earlier round changes nothing), finds the
 pipeline role it names and that role's kind, verifies the capability handle
 the handoff carries (signature, saga, role, expiry: `harness.handles`; a
-handoff without one, from an earlier release, is refused like a forged one),
+handoff without one is refused like a forged one, unless its work row records
+none either: work an earlier release queued gets the handle its grant mints),
 takes the capabilities from it alone (refusing a handle wider than the kind's
 table and the role's declared tools), and runs the kind's turn (planner and harness,
 outside any transaction). The finalizer it returns runs in the consumer's
@@ -23,14 +24,17 @@ from orchestrator.core.errors import PolicyRefused
 from orchestrator.core.pipeline import Pipeline, RoleDecl
 from orchestrator.harness.capabilities import narrow, require_within
 from orchestrator.harness.handles import Handle, HandleRefused, admit, verify
-from orchestrator.store.db import UnitOfWork
+from orchestrator.store.db import UnitOfWork, unit_of_work
+from orchestrator.store.events import add_event
+from orchestrator.store.work import queued_before_handles
 from orchestrator.toolpath.engine import Caller
 from outbox.handlers import Finalizer, noop
 from outbox.messages import Handoff
 from roles.kinds import RoleKind, kinds
 from roles.llm_planner import with_settings_model
 from roles.mcp_turn import mcp_tools
-from roles.rounds import finish_run, saga_pipeline, start_chosen
+from roles.plans import kind_of
+from roles.rounds import finish_run, role_grant, saga_pipeline, start_chosen
 from roles.turn import RolePorts, TurnContext, Turned
 from sagas import records
 from sagas.machine import SagaState
@@ -51,10 +55,40 @@ def capabilities_for(kind: RoleKind | str, handle: Handle, role: RoleDecl | None
 def admitted(ports: RolePorts, handoff: Handoff, role: str, corpus: str) -> Handle:
     """The handoff's handle, verified and bound to its saga, `role` and the saga's `corpus`;
     `HandleRefused` if not."""
+    if not handoff.handle and (minted := _for_earlier_work(ports, handoff, role)) is not None:
+        return minted
     handle = verify(handoff.handle, ports.signing_key)
     fault = admit(handle, saga_id=handoff.saga_id, role=role, now=ports.clock.now(), corpus=corpus)
     if fault is not None:
         raise HandleRefused(fault)
+    return handle
+
+
+def _for_earlier_work(ports: RolePorts, handoff: Handoff, role: str) -> Handle | None:
+    """The handle the dispatcher would have minted, for work a release before handles queued
+    (its work row records no handle: `queued_before_handles`), with a `capability minted`
+    event; None for any other handoff without one. A rolling upgrade's in-flight work goes on
+    under exactly the grant it would have had; a message cannot earn one by dropping its own."""
+    with unit_of_work(ports.engine) as uow:
+        if not queued_before_handles(uow.session, handoff.work_id, handoff.model_dump(mode="json")):
+            return None
+        saga = records.load_saga(uow.session, handoff.saga_id)
+        pipeline = saga_pipeline(uow.session, saga)
+        decl = pipeline.role(role)
+        grant = role_grant(saga, kind_of(pipeline, decl).capabilities, decl)
+        handle = grant.mint(handle_id=handoff.work_id, saga_id=saga.id, now=ports.clock.now())
+        add_event(
+            uow.session,
+            saga_id=saga.id,
+            actor=role,
+            kind="capability",
+            status="minted",
+            detail={
+                "work_id": handoff.work_id,
+                "why": "queued by a release before capability handles",
+                "actions": sorted(handle.actions),
+            },
+        )
     return handle
 
 

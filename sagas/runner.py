@@ -33,7 +33,9 @@ from orchestrator.harness.handles import Handle, HandleRefused, admit, verify
 from orchestrator.harness.ports import HarnessStore
 from orchestrator.harness.spec import Refusal, ToolResult, ToolStatus
 from orchestrator.store.db import UnitOfWork
+from orchestrator.store.events import add_event
 from orchestrator.store.tables import SagaRow, StepRow, utcnow
+from orchestrator.store.work import queued_before_handles
 from orchestrator.toolpath.engine import Caller, sleep_backoff
 from orchestrator.toolpath.tool_path import ToolPath
 from outbox.handlers import Finalizer, noop
@@ -42,7 +44,15 @@ from sagas import decider, records
 from sagas.decider import Compensate, Publish, StartExecution, Transition, Wait
 from sagas.destination_limits import DestinationLimits
 from sagas.destinations.registry import scheme_of
-from sagas.execution_steps import PUBLISHER, approval_refusal, call_tool, rearm, start_execution, step_views
+from sagas.execution_steps import (
+    PUBLISHER,
+    approval_refusal,
+    call_tool,
+    publisher_grant,
+    rearm,
+    start_execution,
+    step_views,
+)
 from sagas.machine import SagaEvent, SagaState
 from sagas.step_records import set_step, step_reason
 from sagas.step_states import StepState
@@ -133,9 +143,11 @@ class SagaRunner:
 
     # -- the handler -----------------------------------------------------------
     def authority(self, handoff: Handoff) -> tuple[Handle | None, str | None]:
-        """The handoff's verified handle, or why it is refused: a forged, malformed, missing
-        (an earlier release's) or expired handle, one for another saga or role, or one
+        """The handoff's verified handle (minted for work an earlier release queued), or why
+        it is refused: a forged, malformed, missing or expired handle, one for another saga or role, or one
         wider than the publisher's table."""
+        if not handoff.handle and (minted := self._for_earlier_work(handoff)) is not None:
+            return minted, None
         try:
             handle = verify(handoff.handle, self.signing_key)
         except HandleRefused as exc:
@@ -150,6 +162,31 @@ class SagaRunner:
                 f"refused handoff: capability handle {handle.id} is wider: {', '.join(sorted(extra))}",
             )
         return handle, None
+
+    def _for_earlier_work(self, handoff: Handoff) -> Handle | None:
+        """The handle the dispatcher would have minted, for work a release before handles
+        queued (`queued_before_handles`: its work row records none), with a `capability
+        minted` event; None for any other handoff without one."""
+        with self.transact() as uow:
+            if not queued_before_handles(uow.session, handoff.work_id, handoff.model_dump(mode="json")):
+                return None
+            saga = records.load_saga(uow.session, handoff.saga_id)
+            handle = publisher_grant(saga.destinations).mint(
+                handle_id=handoff.work_id, saga_id=saga.id, now=self.clock.now()
+            )
+            add_event(
+                uow.session,
+                saga_id=saga.id,
+                actor=PUBLISHER,
+                kind="capability",
+                status="minted",
+                detail={
+                    "work_id": handoff.work_id,
+                    "why": "queued by a release before capability handles",
+                    "actions": sorted(handle.actions),
+                },
+            )
+        return handle
 
     def handle(self, handoff: Handoff, holder: str) -> Finalizer:
         """Drive the saga until it finishes, waits for a person, or must be asked again later.

@@ -22,7 +22,7 @@ time as this process reads it (`utcnow`): never one host's wall clock against an
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -179,6 +179,19 @@ Resend = Callable[[Any, WorkRow], None]
 Exhausted = Callable[[Any, WorkRow], None]
 
 
+def queued_before_handles(session: Session, work_id: str, handoff: Mapping[str, Any]) -> bool:
+    """Whether work `work_id` was queued by a release before capability handles: its row (which
+    only the saga's own transactions write, never a message) records a handoff without a
+    `handle`, for the saga, role, round and version `handoff` names. A message stripped of the
+    handle its row records is not such work."""
+    work = session.get(WorkRow, work_id)
+    if work is None or work.payload.get("handle"):
+        return False
+    return all(
+        work.payload.get(k) == handoff.get(k) for k in ("saga_id", "work_id", "role", "round", "version")
+    )
+
+
 def sweep_expired(
     engine: Engine,
     *,
@@ -222,6 +235,7 @@ __all__ = [
     "complete",
     "give_back",
     "new_work",
+    "queued_before_handles",
     "renew_lease",
     "sweep_expired",
     "take_lease",

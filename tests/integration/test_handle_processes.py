@@ -3,10 +3,12 @@ PostgreSQL and Redis, with handoffs whose handles were tampered with on their wa
 
 One topology runs every case: sagas submitted while no relay runs have their first
 handoff rewritten in the outbox (forged, widened, expired, beyond its delegation depth,
-missing as from an earlier release, another saga's, another corpus); approvals made while the relay is stopped again
-have the publisher's handle rewritten (a count below the destinations, a destination
-left out). Each is refused by the worker that receives it, with its event, and its saga
-fails the way a policy refusal fails it; the missing-handle saga is retried to review.
+stripped from the message though its work row records it, another saga's, another corpus);
+approvals made while the relay is stopped again have the publisher's handle rewritten (a
+count below the destinations, a destination left out, stripped). Each is refused by the
+worker that receives it, with its event, and its saga fails the way a policy refusal fails
+it; the stripped saga is retried to review. Work queued by a release before handles (no
+handle in its message nor in its work row) goes on under the handle its grant mints.
 """
 
 from __future__ import annotations
@@ -30,8 +32,11 @@ from tests.support.processes import Processes, saga_state, wait_until
 KEY = base_env()["PRESSROOM_SECRET"].encode()
 
 
-def rewrite(app: Pressroom, sid: str, task: str, change: Callable[[dict[str, Any]], None]) -> None:
-    """Change the unsent handoff of `task` for `sid` in the outbox (and its work row)."""
+def rewrite(
+    app: Pressroom, sid: str, task: str, change: Callable[[dict[str, Any]], None], *, work_too: bool = True
+) -> None:
+    """Change the unsent handoff of `task` for `sid` in the outbox (and its work row, unless
+    only the message is changed on its way)."""
     with Session(app.engine) as s:
         row = s.exec(select(OutboxRow).where(OutboxRow.saga_id == sid, OutboxRow.task == task)).one()
         payload = dict(row.payload)
@@ -39,7 +44,8 @@ def rewrite(app: Pressroom, sid: str, task: str, change: Callable[[dict[str, Any
         row.payload = payload
         work = s.get(WorkRow, payload["work_id"])
         assert work is not None
-        work.payload = payload
+        if work_too:
+            work.payload = payload
         s.add(row)
         s.add(work)
         s.commit()
@@ -55,7 +61,7 @@ def resign(key: bytes = KEY, **update: Any) -> Callable[[dict[str, Any]], None]:
 
 
 def drop_handle(payload: dict[str, Any]) -> None:
-    del payload["handle"]  # as a relay of the release before handles sends it
+    del payload["handle"]  # as a release before handles queues it (or an attacker strips it)
 
 
 def events(app: Pressroom, sid: str, kind: str) -> list[dict[str, Any]]:
@@ -100,7 +106,10 @@ def test_tampered_handles_are_refused_across_processes(
         sagas = {}
         for name, change in cases.items():
             sagas[name] = submit(one)
-            rewrite(app, sagas[name], RESEARCH, change)
+            # "missing": only the message loses its handle; its work row still records it.
+            rewrite(app, sagas[name], RESEARCH, change, work_too=name != "missing")
+        earlier = submit(one)  # queued by a release before handles: neither records one
+        rewrite(app, earlier, RESEARCH, drop_handle)
         counted, outside, unhandled = submit(one, two), submit(one, two), submit(one)
         # A valid handle replayed outside its saga: another saga's researcher handle.
         sagas["replayed"] = submit(one)
@@ -109,7 +118,7 @@ def test_tampered_handles_are_refused_across_processes(
         relay = procs.relay()
         for sid in sagas.values():
             wait_until(lambda sid=sid: saga_state(env, sid) == "failed", timeout=60, what=f"{sid} failed")
-        for sid in (counted, outside, unhandled):
+        for sid in (counted, outside, unhandled, earlier):
             wait_until(lambda sid=sid: saga_state(env, sid) == "ready-for-review", timeout=90, what="review")
         problems = {
             name: [(e["actor"], e["status"], e["detail"]["problem"]) for e in events(app, sid, "capability")]
@@ -131,14 +140,20 @@ def test_tampered_handles_are_refused_across_processes(
 
         # The publisher: approvals made while no relay runs, their handles rewritten.
         relay.stop()
-        for sid in (counted, outside, unhandled):
+        for sid in (counted, outside, unhandled, earlier):
             app.reviews.approve(sid, version=1, actor="erin")
         rewrite(app, counted, PUBLISH, resign(counts={"publish": 1, "publish.compensate": 2}))
         rewrite(app, outside, PUBLISH, resign(destinations=(one,)))
-        rewrite(app, unhandled, PUBLISH, drop_handle)
+        rewrite(app, unhandled, PUBLISH, drop_handle, work_too=False)
+        rewrite(app, earlier, PUBLISH, drop_handle)
         procs.relay("relay-2")
         for sid in (counted, outside, unhandled):
             wait_until(lambda sid=sid: saga_state(env, sid) == "failed", timeout=60, what=f"{sid} failed")
+        wait_until(lambda: saga_state(env, earlier) == "succeeded", timeout=60, what="earlier work published")
+        minted = [(e["actor"], e["status"], e["detail"]["why"]) for e in events(app, earlier, "capability")]
+        why = "queued by a release before capability handles"
+        assert minted == [("researcher", "minted", why), ("publisher", "minted", why)]
+        assert "no capability handle" in app.reads.status(unhandled)["reason"]
 
         def refusals(sid: str) -> list[str]:
             calls = events(app, sid, "tool_call")

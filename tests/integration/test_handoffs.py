@@ -1,6 +1,7 @@
 """Handoffs between roles: capabilities only shrink (invariant 7). Authority comes from the
 signed handle a handoff carries, never from the names it lists; a handle wider than its
-role's kind, or none at all, is refused with an event and fails the saga (a person retries)."""
+role's kind, or none where its work row records one, is refused with an event and fails the
+saga (a person retries); work an earlier release queued gets the handle its grant mints."""
 
 from __future__ import annotations
 
@@ -41,8 +42,10 @@ def test_the_receiving_side_narrows_and_refuses_anything_wider() -> None:
 
 
 def _deliver_draft(
-    sqlite_url: str, tmp_path: Path, corpus: Path, **dispatch: object
+    sqlite_url: str, tmp_path: Path, corpus: Path, *, strip: bool = False, **dispatch: object
 ) -> tuple[Pressroom, str]:
+    """Queue the writer's work as `dispatch` says and deliver it once (`strip`: its message
+    without the handle its work row records)."""
     held = make_app(sqlite_url, tmp_path, broker_url="none://")
     sid = held.submissions.submit(
         brief="library network", corpus=str(corpus), destinations=["memory:w"], actor="dana"
@@ -52,7 +55,8 @@ def _deliver_draft(
     app = make_app(sqlite_url, tmp_path)
     with Session(app.engine) as s:
         sent = s.exec(select(OutboxRow).where(OutboxRow.task == DRAFT)).one()
-        env = Envelope(message_id=sent.id, task=sent.task, queue=sent.queue, payload=sent.payload)
+        payload = {k: v for k, v in sent.payload.items() if not (strip and k == "handle")}
+        env = Envelope(message_id=sent.id, task=sent.task, queue=sent.queue, payload=payload)
     assert app.consumer.handle(env) == "applied"
     return app, sid
 
@@ -74,10 +78,31 @@ def test_a_widened_handle_changes_nothing_and_fails_the_saga(
     assert [(e["status"], e["detail"]["problem"]) for e in refused] == [("refused", "widened")]
 
 
-def test_names_listed_without_a_handle_grant_nothing(sqlite_url: str, tmp_path: Path, corpus: Path) -> None:
-    """A handoff from an earlier release (names, no handle) is refused: the saga fails with the
-    reason and its event, and a retry prepares it again under handles."""
-    app, sid = _deliver_draft(sqlite_url, tmp_path, corpus, capabilities=("draft.write",))
+def test_work_an_earlier_release_queued_goes_on_under_its_grant_not_its_names(
+    sqlite_url: str, tmp_path: Path, corpus: Path
+) -> None:
+    """Work queued with names and no handle (by a release before handles): the worker mints
+    the handle the writer's grant gives, whatever names the handoff lists."""
+    app, sid = _deliver_draft(sqlite_url, tmp_path, corpus, capabilities=("draft.write", "publish"))
+    events = app.reads.history(sid)["events"]
+    capability = [
+        (e["actor"], e["status"], e["detail"]["why"], e["detail"]["actions"])
+        for e in events
+        if e["kind"] == "capability"
+    ]
+    assert capability == [
+        ("writer", "minted", "queued by a release before capability handles", ["draft.write"])
+    ]
+    # The writer's turn ran under the minted handle (and, no research having run, found no evidence).
+    assert app.reads.status(sid)["reason"] == "no evidence to write from"
+
+
+def test_a_message_stripped_of_its_handle_is_refused(sqlite_url: str, tmp_path: Path, corpus: Path) -> None:
+    """The work row records a handle; its message arrives without: refused as `missing`, the saga
+    fails with the reason and its event, and a retry prepares it again under handles."""
+    writer = frozenset({"draft.write"})
+    grant = Grant("writer", writer, Task(writer, corpus=str(corpus)))
+    app, sid = _deliver_draft(sqlite_url, tmp_path, corpus, strip=True, grant=grant)
     status = app.reads.status(sid)
     assert status["state"] == "failed" and status["version"] == 0
     assert status["reason"] == "refused handoff: the handoff carries no capability handle"
