@@ -14,14 +14,16 @@ step compensated), 5 % cancelled. The last change of each lies 1 to 365 days
 back. Alive among them, at every size: 40 sagas in ready-for-review (ready for 1
 to 48 hours), 10 preparing with open work, 5 executing, 5 effect-unknown.
 
-Sizes grow in one database: the first size is loaded and measured, then the rest
-is added up to the next size. A load whose projected time passes `--load-budget`
-stops at the last size that fits, and the report says so.
+Two databases: one loaded to the first of `--sizes` (the baseline), one to the
+last. A load whose projected time passes `--load-budget` stops early, and the
+report says at what size.
 
-Each read is timed in this process (median of `--repeat`), through the product's
-own code, on an app built once (`build_app`): so the figure is the command's
-work, not Python's start-up (which a separate row shows once, as a whole
-`pressroom status --json` process):
+Each read is timed in this process through the product's own code, on an app
+built once per database (`build_app`), so the figure is the command's work, not
+Python's start-up; the two databases are read interleaved, one sample of each per
+round, so both sizes meet the same machine (it is shared). Medians of `--repeat`.
+A last row times a whole `pressroom status --json` process on each: no read in it
+grows with the history, so it shows how far the machine itself moved:
 
 * `status` first page: the CLI's quick path (`PgReads` + `read_model.status`,
   what `pressroom status --json` runs) and the full path (`Reads.status`);
@@ -349,26 +351,36 @@ def load_live(plain_url: str) -> dict[str, list[str]]:
     return ids
 
 
-def timed(fn: Callable[[], object], repeat: int) -> Stats:
-    fn()  # warm: pool, statement caches
-    samples = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t0)
-    return Stats("", samples)
+def interleaved(
+    base: dict[str, Callable[[], object]], top: dict[str, Callable[[], object]], repeat: int
+) -> tuple[dict[str, Stats], dict[str, Stats]]:
+    """Each read on both databases, one sample of each per round (which goes first alternates),
+    after one warm-up of each: both sizes meet the same moment's machine."""
+    out_b: dict[str, Stats] = {}
+    out_t: dict[str, Stats] = {}
+    for name in base:
+        pair = (base[name], top[name])
+        for fn in pair:
+            fn()
+        samples: tuple[list[float], list[float]] = ([], [])
+        for r in range(repeat):
+            for k in (0, 1) if r % 2 == 0 else (1, 0):
+                t0 = time.perf_counter()
+                pair[k]()
+                samples[k].append(time.perf_counter() - t0)
+        out_b[name], out_t[name] = Stats(name, samples[0]), Stats(name, samples[1])
+    return out_b, out_t
 
 
-def measure_reads(
-    app: Any, url: str, plain: str, live: dict[str, list[str]], repeat: int
-) -> dict[str, Stats]:
+def read_cases(app: Any, url: str, plain: str) -> dict[str, Callable[[], object]]:
+    """The reads timed, on `app`'s database, by name."""
+    from sqlalchemy import text
+
     from orchestrator.entrypoints.web import workspace
     from orchestrator.reads import read_model, read_shapes
     from orchestrator.reads.pg_reads import PgReads
 
     with app.engine.connect() as conn:
-        from sqlalchemy import text
-
         n = conn.execute(text("SELECT count(*) FROM sagas")).scalar_one()
         mid = conn.execute(
             text("SELECT created_at, id FROM sagas ORDER BY created_at DESC, id DESC OFFSET :o LIMIT 1"),
@@ -392,11 +404,18 @@ def measure_reads(
             app, view=view, state=None, search=None, after=None, principal=None
         )
 
-    page = app.reads.status(after=cursor)
-    assert page["sagas"], "the cursor page is empty"
+    # The whole command as a process: Python's start-up and imports dominate it.
+    env = bench_env(PRESSROOM_DATABASE_URL=url, PRESSROOM_SECRET="bench")
+    exe = str(Path(sys.executable).parent / "pressroom")
+
+    def whole_process() -> object:
+        return subprocess.run([exe, "status", "--json"], env=env, check=True, capture_output=True)
+
+    assert app.reads.status(after=cursor)["sagas"], "the cursor page is empty"
     waiting = app.reads.status(waiting=True)
     assert len(waiting["sagas"]) == LIVE["ready-for-review"], len(waiting["sagas"])
-    cases: dict[str, Callable[[], object]] = {
+    assert app.relay.run_once() == 0, "the relay found rows to send"
+    return {
         "status first page (quick path, as the CLI)": quick_first,
         "status first page (full path)": lambda: app.reads.status(),
         "status page after a cursor halfway down": lambda: app.reads.status(after=cursor),
@@ -406,22 +425,8 @@ def measure_reads(
         "status SAGA_ID (an old saga)": lambda: app.reads.status(old),
         "saga web page's load (an old saga)": lambda: workspace.load_workspace(app, old),
         "relay idle cycle (run_once + sweep)": lambda: (app.relay.run_once(), app.relay.sweep()),
+        "`pressroom status --json` (whole process)": whole_process,
     }
-    results: dict[str, Stats] = {}
-    for name, fn in cases.items():
-        results[name] = timed(fn, repeat)
-    # The whole command once more as a process: Python's start-up and imports dominate it.
-    env = bench_env(PRESSROOM_DATABASE_URL=url, PRESSROOM_SECRET="bench")
-    exe = str(Path(sys.executable).parent / "pressroom")
-    samples = []
-    for _ in range(max(3, repeat // 3)):
-        t0 = time.perf_counter()
-        subprocess.run([exe, "status", "--json"], env=env, check=True, capture_output=True)
-        samples.append(time.perf_counter() - t0)
-    results["`pressroom status --json` (whole process)"] = Stats("", samples)
-    relay_before = app.relay.run_once()
-    assert relay_before == 0
-    return results
 
 
 def drive_live(app: Any, saga_id: str) -> float:
@@ -491,31 +496,35 @@ def main() -> None:
     from orchestrator.core.config import Settings
 
     load_avg = os.getloadavg()[0]
-    measured: list[tuple[int, dict[str, Stats], float]] = []
+    base_n, want = sizes[0], sizes[-1]
     cut_short = ""
-    with pg_database("bench_history") as url:
+    settings = {"broker_url": "inline://", "secret": "bench"}
+    with pg_database("bench_history_base") as base_url, pg_database("bench_history") as url:
+        base_plain = base_url.replace("postgresql+psycopg", "postgresql")
         plain = url.replace("postgresql+psycopg", "postgresql")
-        app = build_app(Settings(database_url=url, broker_url="inline://", secret="bench"))  # migrates
+        base_app = build_app(Settings(database_url=base_url, **settings))  # migrates
+        load_live(base_plain)
+        _, base_took = load(base_plain, 0, base_n, args.load_budget)
+        app = build_app(Settings(database_url=url, **settings))
         live = load_live(plain)
-        loaded, spent = 0, 0.0
-        for size in sizes:
-            reached, took = load(plain, loaded, size, args.load_budget - spent)
-            spent += took
-            loaded = reached
-            print(f"{loaded:,} finished sagas loaded ({took:.0f} s for this step)", flush=True)
-            if reached < size:
-                cut_short = (
-                    f"The load toward {size:,} stopped at {reached:,} sagas: at its rate the rest would "
-                    f"have passed the {args.load_budget:.0f} s budget."
-                )
-            measured.append((loaded, measure_reads(app, url, plain, live, repeat), took))
-            if reached < size:
-                break
+        top_n, top_took = load(plain, 0, want, args.load_budget - base_took)
+        print(
+            f"{base_n:,} and {top_n:,} finished sagas loaded ({base_took:.0f} s, {top_took:.0f} s)",
+            flush=True,
+        )
+        if top_n < want:
+            cut_short = (
+                f"The load toward {want:,} stopped at {top_n:,} sagas: at its rate the rest would "
+                f"have passed the {args.load_budget:.0f} s budget."
+            )
+        base, top = interleaved(
+            read_cases(base_app, base_url, base_plain), read_cases(app, url, plain), repeat
+        )
+        base_app.close()
         pruned = prune_under_load(app, url, live["executing"][0], args.prune_older_than, 200)
         app.close()
+    measured = [(base_n, base, base_took), (top_n, top, top_took)]
 
-    base_n, base, _ = measured[0]
-    top_n, top, _ = measured[-1]
     rows = []
     for name in base:
         r = ratio(top[name].median, base[name].median)
@@ -537,11 +546,12 @@ def main() -> None:
             f"{load_avg:.1f} at the start.",
             "",
             f"Finished sagas loaded with COPY ({ROWS_PER_SAGA} rows each; see the module docstring of "
-            f"`bench/history.py`) beside 60 live ones; loads took "
+            f"`bench/history.py`) beside 60 live ones, in two databases; loads took "
             + ", ".join(f"{t:.0f} s to {n:,}" for n, _, t in measured)
             + ". Medians of "
-            f"{repeat} in-process runs of the product's read (the command's work, not Python's start-up), "
-            f"after one warm-up. Goal: each at {top_n:,} ≤ {GOAL_RATIO}× its cost at {base_n:,}.",
+            f"{repeat} in-process runs of the product's read (the command's work, not Python's start-up) on "
+            "each database, the two interleaved, after one warm-up each. "
+            f"Goal: each at {top_n:,} ≤ {GOAL_RATIO}× its cost at {base_n:,}.",
             *(["", cut_short] if cut_short else []),
             "",
             table(["read", f"{base_n:,} ms", f"{top_n:,} ms", "ratio", f"goal ≤{GOAL_RATIO}×"], rows),
