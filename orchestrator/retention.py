@@ -26,10 +26,13 @@ replayed call or a person reconciling may still need the recorded receipt.
 The ledger's rows go through the `Ledger` port (`Ledger.prune`, the store's
 SQL), in the batch's transaction; nothing here writes `LedgerRow`.
 
-Sagas are taken in batches, each batch one transaction that locks its saga
-rows (PostgreSQL: `FOR UPDATE SKIP LOCKED`, so a saga being changed right now
-is left for the next run) and re-reads their state, so work on other sagas
-goes on while a prune runs.
+Sagas are taken in batches, oldest change first, each batch one short
+transaction that locks its saga rows (PostgreSQL: `FOR UPDATE SKIP LOCKED`,
+so a saga being changed right now is left for the next run) and re-reads
+their state, so work on other sagas goes on while a prune runs. The batches
+walk the window by a keyset cursor on `(updated_at, id)` over the finished
+sagas' own index (`ix_sagas_finished`, migration 0014): a batch reads the
+sagas it takes, never the history before or after the window.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Table, delete, func, select
+from sqlalchemy import Table, delete, func, select, text, tuple_
 from sqlalchemy.engine import Engine
 from sqlalchemy.sql import ColumnElement
 from sqlmodel import Session
@@ -50,8 +53,7 @@ from orchestrator.store.adapter import adapter_for
 from orchestrator.store.db import unit_of_work
 from orchestrator.store.harness_store import SqlHarnessStore
 from orchestrator.store.outbox_tables import InboxRow, OutboxRow
-from orchestrator.store.tables import CheckpointRow, EventRow, SagaRow, WorkRow
-from sagas.machine import TERMINAL
+from orchestrator.store.tables import FINISHED_STATES_SQL, CheckpointRow, EventRow, SagaRow, WorkRow
 from telemetry import metrics
 
 TABLES = ("events", "checkpoints", "ledger", "inbox", "outbox", "work")
@@ -128,23 +130,28 @@ def prune(
     )
     started = time.perf_counter()
     report.started_at = datetime.now(UTC)
-    final = sorted(state.value for state in TERMINAL)
-    last = ""
+    moment, last = _SAGAS.c.updated_at, _SAGAS.c.id
+    after: tuple[datetime, str] | None = None
     while True:
         with unit_of_work(engine) as uow:
             conn = uow.session.connection()
+            # The states as a literal, the very predicate of `ix_sagas_finished`, so the
+            # planner may use that partial index whatever plan it caches.
             query = (
-                select(_SAGAS.c.id)
-                .where(_SAGAS.c.state.in_(final), _SAGAS.c.updated_at < report.cutoff, _SAGAS.c.id > last)
-                .order_by(_SAGAS.c.id)
+                select(_SAGAS.c.id, moment)
+                .where(text(FINISHED_STATES_SQL), moment < report.cutoff)
+                .order_by(moment, last)
                 .limit(batch)
             )
+            if after is not None:
+                query = query.where(tuple_(moment, last) > tuple_(*after))
             if adapter_for(engine).skips_locked and not dry_run:
                 query = query.with_for_update(skip_locked=True)
-            ids = [row[0] for row in conn.execute(query)]
-            if not ids:
+            taken = conn.execute(query).all()
+            if not taken:
                 break
-            last = ids[-1]
+            after = (taken[-1][1], taken[-1][0])
+            ids = [row[0] for row in taken]
             report.sagas += len(ids)
             with_history = [
                 row[0]

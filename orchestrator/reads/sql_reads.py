@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import Table, and_, or_
+from sqlalchemy import Table, text, tuple_
 from sqlalchemy import select as sa_select
 from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import Session, SQLModel
@@ -31,9 +31,8 @@ from orchestrator.reads.sqlite_reads import ApprovalRec, RoleRunRec, SagaRec, St
 from orchestrator.store import model_calls
 from orchestrator.store.people import any_user
 from orchestrator.store.people_tables import TokenRow, UserRow
-from orchestrator.store.tables import ApprovalRow, ArtifactRow, RoleRunRow, SagaRow, StepRow
+from orchestrator.store.tables import WAITING_SQL, ApprovalRow, ArtifactRow, RoleRunRow, SagaRow, StepRow
 from sagas import records
-from sagas.machine import SagaState
 
 R = TypeVar("R", bound=tuple[Any, ...])
 
@@ -101,10 +100,12 @@ class SqlSagaReads:
         c = _SAGAS.c
         query = sa_select(*_columns(SagaRow, SagaRec))
         if ready_since is not None:
-            query = query.where(c.state == SagaState.READY_FOR_REVIEW.value, c.ready_at <= ready_since)
+            query = query.where(text(WAITING_SQL), c.ready_at <= ready_since)
         if after is not None:
             moment, saga_id = after
-            query = query.where(or_(c.created_at < moment, and_(c.created_at == moment, c.id < saga_id)))
+            # A row comparison, so the index (created_at, id) starts the scan at the cursor:
+            # a page deep in the history costs what the first one does.
+            query = query.where(tuple_(c.created_at, c.id) < tuple_(moment, saga_id))
         query = query.order_by(c.created_at.desc(), c.id.desc()).limit(limit)
         return [SagaRec(*row) for row in self._rows(query)]
 

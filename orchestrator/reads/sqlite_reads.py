@@ -231,8 +231,8 @@ class SqliteReads:
             args += [SagaState.READY_FOR_REVIEW.value, sql_datetime(ready_since)]
         if after is not None:
             moment, saga_id = after
-            where.append("(created_at < ? OR (created_at = ? AND id < ?))")
-            args += [sql_datetime(moment), sql_datetime(moment), saga_id]
+            where.append("(created_at, id) < (?, ?)")  # a row value: the index starts at the cursor
+            args += [sql_datetime(moment), saga_id]
         query = _SAGA + (" WHERE " + " AND ".join(where) if where else "")
         rows = self.conn.execute(query + " ORDER BY created_at DESC, id DESC LIMIT ?", (*args, limit))
         return [_record(SagaRec, row) for row in rows.fetchall()]

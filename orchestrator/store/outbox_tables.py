@@ -14,12 +14,16 @@ from typing import Any
 from sqlalchemy import JSON, Column, Index
 from sqlmodel import Field, SQLModel
 
-from orchestrator.store.tables import new_id, utcnow
+from orchestrator.store.tables import new_id, partial, utcnow
 
 
 class OutboxRow(SQLModel, table=True):
     __tablename__ = "outbox"
-    __table_args__ = (Index("ix_outbox_unsent", "sent_at", "created_at"),)
+    __table_args__ = (
+        Index("ix_outbox_unsent", "sent_at", "created_at"),
+        # The relay's idle scan reads only unsent rows (migration 0014).
+        partial("ix_outbox_pending", "created_at", where="sent_at IS NULL"),
+    )
 
     id: str = Field(default_factory=new_id, primary_key=True, description="the message id")
     saga_id: str | None = Field(default=None, index=True)

@@ -12,7 +12,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint
+from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
 from orchestrator.core.clock import DATABASE_TIME
@@ -29,8 +29,25 @@ def new_id() -> str:
     return uuid.uuid4().hex
 
 
+def partial(name: str, *columns: str, where: str) -> Index:
+    """An index over the rows `where` holds, on PostgreSQL and SQLite alike (migration 0014)."""
+    return Index(name, *columns, postgresql_where=text(where), sqlite_where=text(where))
+
+
+# The partial indexes' predicates, also written as literals in the queries they serve (a
+# bound parameter would keep a cached generic plan from proving the index applies).
+FINISHED_STATES_SQL = "state IN ('succeeded', 'failed', 'cancelled')"
+WAITING_SQL = "state = 'ready-for-review'"
+
+
 class SagaRow(SQLModel, table=True):
     __tablename__ = "sagas"
+    __table_args__ = (
+        # Pages newest first by keyset cursor; the waiting list; prune's window (migration 0014).
+        Index("ix_sagas_created", "created_at", "id"),
+        partial("ix_sagas_ready", "ready_at", "id", where=WAITING_SQL),
+        partial("ix_sagas_finished", "updated_at", "id", where=FINISHED_STATES_SQL),
+    )
 
     id: str = Field(default_factory=new_id, primary_key=True)
     brief: str = Field(sa_column=Column(Text, nullable=False))
@@ -209,6 +226,8 @@ class WorkRow(SQLModel, table=True):
     """A piece of work in flight, with its lease (the database holds the truth)."""
 
     __tablename__ = "work"
+    # The relay's lease sweep reads only open work (migration 0014).
+    __table_args__ = (partial("ix_work_open", "lease_until", where="done_at IS NULL"),)
 
     id: str = Field(default_factory=new_id, primary_key=True)
     saga_id: str = Field(index=True)
@@ -233,6 +252,9 @@ __all__ = [
     "StepRow",
     "VersionRow",
     "WorkRow",
+    "FINISHED_STATES_SQL",
+    "WAITING_SQL",
     "new_id",
+    "partial",
     "utcnow",
 ]

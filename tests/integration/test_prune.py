@@ -1,16 +1,24 @@
 """`pressroom prune` through the CLI on SQLite and PostgreSQL: row counts per
 table before and after; a saga that is not finished keeps every row, and a
-ledger row inside the reconcile window stays."""
+ledger row inside the reconcile window stays. On PostgreSQL, a live saga runs
+to its end while a prune batch's transaction is open."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import create_engine, text
+from sqlmodel import Session
 
+from orchestrator import retention
+from orchestrator.operations import write_prune_snapshots
 from tests.conftest import Cli, base_env
+from tests.integration.helpers import make_app, ready_saga
 
 TABLES = ("events", "checkpoints", "ledger", "inbox", "outbox", "work")
 
@@ -99,3 +107,73 @@ def test_prune_counts_and_keeps_what_it_must(db_url: str, tmp_path: Path, corpus
 
     bad = cli.run("prune", "--older-than", "soon")
     assert bad.returncode == 2 and "not a duration" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_prune_under_load_leaves_a_live_saga_whole(pg_url: str, tmp_path: Path, corpus: Path) -> None:
+    """A saga runs from submit to succeeded inside a prune batch's transaction (its rows
+    locked and deleted, not yet committed): it finishes, with every event and step; the
+    prune walks old sagas that share one timestamp across batches and takes only those."""
+    app = make_app(pg_url, tmp_path)
+
+    def finished(name: str) -> str:
+        saga = ready_saga(app, corpus, [f"memory:{name}"])
+        app.reviews.approve(saga["saga_id"], version=saga["version"], actor="erin")
+        assert app.reads.status(saga["saga_id"])["state"] == "succeeded"
+        return str(saga["saga_id"])
+
+    old = [finished(f"old-{n}") for n in range(5)]
+    recent = finished("recent")
+    unfinished = str(ready_saga(app, corpus, ["memory:waiting"])["saga_id"])
+    engine = create_engine(pg_url)
+    with engine.begin() as conn:  # one moment for all: the batches must walk ties by id
+        month_ago = datetime.now(UTC) - timedelta(days=30)
+        conn.execute(
+            text("UPDATE sagas SET updated_at = :t WHERE id = ANY(:ids)"), {"t": month_ago, "ids": old}
+        )
+        conn.execute(
+            text("UPDATE sagas SET updated_at = :t WHERE id = :s"), {"t": month_ago, "s": unfinished}
+        )
+    engine.dispose()
+    kept = {sid: counts(pg_url, sid) for sid in (recent, unfinished)}
+
+    live: dict[str, Any] = {}
+
+    def run_live() -> None:
+        saga = ready_saga(app, corpus, ["memory:live-a", "memory:live-b"])
+        live["id"] = saga["saga_id"]
+        app.reviews.approve(saga["saga_id"], version=saga["version"], actor="erin")
+        live["done"] = True
+
+    batches: list[list[str]] = []
+
+    def snapshot_then_live(session: Session, ids: Sequence[str]) -> None:
+        write_prune_snapshots(session, ids)
+        batches.append(list(ids))
+        if len(batches) == 2:  # inside this batch's open transaction
+            worker = threading.Thread(target=run_live, daemon=True)
+            worker.start()
+            worker.join(timeout=20)
+            assert live.get("done"), "the live saga waited on the prune's transaction"
+
+    report = retention.prune(
+        app.engine,
+        older_than=timedelta(days=1),
+        reconcile_window=timedelta(days=7),
+        now=app.clock.now(),
+        batch=2,
+        snapshot=snapshot_then_live,
+        ledger=app.store,
+    )
+    assert [len(b) for b in batches] == [2, 2, 1] and sorted(sum(batches, [])) == sorted(old)
+    assert report.sagas == 5
+    for sid in old:
+        assert counts(pg_url, sid)["events"] == 1  # the prune snapshot alone
+    assert {sid: counts(pg_url, sid) for sid in (recent, unfinished)} == kept
+
+    status = app.reads.status(live["id"])
+    assert status["state"] == "succeeded"
+    assert [d["state"] for d in status["destinations"]] == ["done", "done"]
+    events = app.reads.history(live["id"])["events"]
+    assert (events[0]["kind"], events[0]["status"]) == ("saga", "submitted")
+    assert not [e for e in events if e["actor"] == "retention"]
+    assert counts(pg_url, live["id"])["events"] == len(events) > 10

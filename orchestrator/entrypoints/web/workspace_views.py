@@ -22,7 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
-from sqlalchemy import and_, func, or_
+from sqlalchemy import and_, func, or_, text, tuple_
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
@@ -32,7 +32,7 @@ from orchestrator.entrypoints.web.timeline import Interval
 from orchestrator.harness.principals import Party, Permission, Principal, self_approval
 from orchestrator.reads import read_shapes, views
 from orchestrator.store.outbox_tables import OutboxRow
-from orchestrator.store.tables import EventRow, SagaRow, VersionRow, utcnow
+from orchestrator.store.tables import WAITING_SQL, EventRow, SagaRow, VersionRow, utcnow
 from sagas.machine import SagaState
 from sagas.retry import carried_parties
 from telemetry import names
@@ -95,7 +95,7 @@ def queue(
         and_(col(VersionRow.saga_id) == SagaRow.id, col(VersionRow.number) == SagaRow.head_version),
     )
     if waiting or waiting_for is not None:
-        query = query.where(col(SagaRow.state) == SagaState.READY_FOR_REVIEW.value)
+        query = query.where(text(WAITING_SQL))  # `ix_sagas_ready`'s predicate, oldest wait first
     elif state:
         query = query.where(col(SagaRow.state) == state)
     words = (search or "").strip()
@@ -127,10 +127,10 @@ def queue(
         batch_query = query
         if cursor:
             moment, last_id = read_shapes.decode_cursor(cursor)
+            # A row comparison: the index on (moment, id) starts the scan at the cursor.
+            key = tuple_(moment_of, col(SagaRow.id))
             batch_query = batch_query.where(
-                or_(moment_of > moment, and_(moment_of == moment, col(SagaRow.id) > last_id))
-                if oldest
-                else or_(moment_of < moment, and_(moment_of == moment, col(SagaRow.id) < last_id))
+                key > tuple_(moment, last_id) if oldest else key < tuple_(moment, last_id)
             )
         batch = list(s.exec(batch_query.limit(size + 1)).all())
         exhausted = len(batch) <= size

@@ -1,9 +1,9 @@
 """Alembic environment: the target is Pressroom's SQLModel metadata.
 
 Run by `orchestrator.store.schema` on a connection it hands over in
-`config.attributes["connection"]` (inside the schema lock), or by the `alembic`
-command line (`alembic.ini` at the repository root) against
-`PRESSROOM_DATABASE_URL`.
+`config.attributes["connection"]` (inside the schema lock, in its transaction), or
+by the `alembic` command line (`alembic.ini` at the repository root) against
+`PRESSROOM_DATABASE_URL`, one transaction per revision.
 """
 
 from __future__ import annotations
@@ -23,6 +23,9 @@ def _run(connection: Connection) -> None:
         target_metadata=target_metadata(),
         render_as_batch=True,  # SQLite alters tables by copying them
         compare_type=True,
+        # With no caller's transaction, one per revision: a revision may then end its own for
+        # work that cannot run in one (0014 builds its indexes concurrently on PostgreSQL).
+        transaction_per_migration=True,
     )
     with context.begin_transaction():
         context.run_migrations()
@@ -30,10 +33,10 @@ def _run(connection: Connection) -> None:
 
 connection = config.attributes.get("connection")
 if connection is not None:
-    _run(connection)
+    _run(connection)  # in the caller's transaction, under its schema lock
 else:
     from orchestrator.core.config import Settings
 
     engine = create_engine(config.get_main_option("sqlalchemy.url") or Settings().database_url)
-    with engine.begin() as conn:
+    with engine.connect() as conn:
         _run(conn)
