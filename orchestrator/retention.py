@@ -12,6 +12,7 @@ than `now - older_than`, and removes, per saga:
 | `inbox`       | rows of messages the saga's sent outbox rows carried              |
 | `outbox`      | the saga's rows that were sent (an unsent row is left to the relay) |
 | `work`        | the saga's finished work rows                                     |
+| `capability_uses` | the saga's handle uses older than the ledger's cut-off (they answer a replayed call, as the ledger does) |
 
 The saga row, its versions, artifacts, approvals and steps stay: `status`,
 `show` and receipts keep working. A saga whose events went gets one event
@@ -31,7 +32,7 @@ transaction that locks its saga rows (PostgreSQL: `FOR UPDATE SKIP LOCKED`,
 so a saga being changed right now is left for the next run) and re-reads
 their state, so work on other sagas goes on while a prune runs. The batches
 walk the window by a keyset cursor on `(updated_at, id)` over the finished
-sagas' own index (`ix_sagas_finished`, migration 0014): a batch reads the
+sagas' own index (`ix_sagas_finished`, migration 0015): a batch reads the
 sagas it takes, never the history before or after the window.
 """
 
@@ -51,18 +52,20 @@ from sqlmodel import Session
 from orchestrator.harness.ports import Ledger
 from orchestrator.store.adapter import adapter_for
 from orchestrator.store.db import unit_of_work
+from orchestrator.store.handle_uses import HandleUseRow
 from orchestrator.store.harness_store import SqlHarnessStore
 from orchestrator.store.outbox_tables import InboxRow, OutboxRow
 from orchestrator.store.tables import FINISHED_STATES_SQL, CheckpointRow, EventRow, SagaRow, WorkRow
 from telemetry import metrics
 
-TABLES = ("events", "checkpoints", "ledger", "inbox", "outbox", "work")
+TABLES = ("events", "checkpoints", "ledger", "inbox", "outbox", "work", "capability_uses")
 _SAGAS: Table = SagaRow.__table__  # type: ignore[attr-defined]
 _EVENTS: Table = EventRow.__table__  # type: ignore[attr-defined]
 _CHECKPOINTS: Table = CheckpointRow.__table__  # type: ignore[attr-defined]
 _INBOX: Table = InboxRow.__table__  # type: ignore[attr-defined]
 _OUTBOX: Table = OutboxRow.__table__  # type: ignore[attr-defined]
 _WORK: Table = WorkRow.__table__  # type: ignore[attr-defined]
+_USES: Table = HandleUseRow.__table__  # type: ignore[attr-defined]
 
 
 @dataclass
@@ -98,7 +101,7 @@ Snapshot = Callable[[Session, Sequence[str]], None]
 """Writes a prune snapshot event for each saga id, in the prune's transaction."""
 
 
-def _targets(ids: Sequence[str]) -> list[tuple[str, Table, ColumnElement[bool]]]:
+def _targets(ids: Sequence[str], uses_before: datetime) -> list[tuple[str, Table, ColumnElement[bool]]]:
     sent = select(_OUTBOX.c.id).where(_OUTBOX.c.saga_id.in_(ids), _OUTBOX.c.sent_at.is_not(None))
     return [
         # The inbox goes before the outbox rows it is matched through.
@@ -107,6 +110,7 @@ def _targets(ids: Sequence[str]) -> list[tuple[str, Table, ColumnElement[bool]]]
         ("events", _EVENTS, _EVENTS.c.saga_id.in_(ids) & ~_SNAPSHOT),
         ("checkpoints", _CHECKPOINTS, _CHECKPOINTS.c.saga_id.in_(ids)),
         ("work", _WORK, _WORK.c.saga_id.in_(ids) & _WORK.c.done_at.is_not(None)),
+        ("capability_uses", _USES, _USES.c.saga_id.in_(ids) & (_USES.c.used_at < uses_before)),
     ]
 
 
@@ -159,7 +163,7 @@ def prune(
                     select(_EVENTS.c.saga_id).where(_EVENTS.c.saga_id.in_(ids), ~_SNAPSHOT).distinct()
                 )
             ]
-            for name, table, where in _targets(ids):
+            for name, table, where in _targets(ids, report.ledger_cutoff):
                 if dry_run:
                     count = conn.execute(select(func.count()).select_from(table).where(where)).scalar_one()
                 else:

@@ -21,7 +21,7 @@ class OutboxRow(SQLModel, table=True):
     __tablename__ = "outbox"
     __table_args__ = (
         Index("ix_outbox_unsent", "sent_at", "created_at"),
-        # The relay's idle scan reads only unsent rows (migration 0014).
+        # The relay's idle scan reads only unsent rows (migration 0015).
         partial("ix_outbox_pending", "created_at", where="sent_at IS NULL"),
     )
 

@@ -30,7 +30,7 @@ def new_id() -> str:
 
 
 def partial(name: str, *columns: str, where: str) -> Index:
-    """An index over the rows `where` holds, on PostgreSQL and SQLite alike (migration 0014)."""
+    """An index over the rows `where` holds, on PostgreSQL and SQLite alike (migration 0015)."""
     return Index(name, *columns, postgresql_where=text(where), sqlite_where=text(where))
 
 
@@ -43,7 +43,7 @@ WAITING_SQL = "state = 'ready-for-review'"
 class SagaRow(SQLModel, table=True):
     __tablename__ = "sagas"
     __table_args__ = (
-        # Pages newest first by keyset cursor; the waiting list; prune's window (migration 0014).
+        # Pages newest first by keyset cursor; the waiting list; prune's window (migration 0015).
         Index("ix_sagas_created", "created_at", "id"),
         partial("ix_sagas_ready", "ready_at", "id", where=WAITING_SQL),
         partial("ix_sagas_finished", "updated_at", "id", where=FINISHED_STATES_SQL),
@@ -226,7 +226,7 @@ class WorkRow(SQLModel, table=True):
     """A piece of work in flight, with its lease (the database holds the truth)."""
 
     __tablename__ = "work"
-    # The relay's lease sweep reads only open work (migration 0014).
+    # The relay's lease sweep reads only open work (migration 0015).
     __table_args__ = (partial("ix_work_open", "lease_until", where="done_at IS NULL"),)
 
     id: str = Field(default_factory=new_id, primary_key=True)

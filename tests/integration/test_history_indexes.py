@@ -1,4 +1,4 @@
-"""Migration 0014's indexes on PostgreSQL: `alembic upgrade head` (one transaction per
+"""Migration 0015's indexes on PostgreSQL: `alembic upgrade head` (one transaction per
 revision) builds each of them with `CREATE INDEX CONCURRENTLY`, every one valid, and
 `db check` then finds the database at the head and matching the models."""
 

@@ -20,7 +20,7 @@ from orchestrator.operations import write_prune_snapshots
 from tests.conftest import Cli, base_env
 from tests.integration.helpers import make_app, ready_saga
 
-TABLES = ("events", "checkpoints", "ledger", "inbox", "outbox", "work")
+TABLES = ("events", "checkpoints", "ledger", "inbox", "outbox", "work", "capability_uses")
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -52,10 +52,11 @@ def backdate(db_url: str, saga_id: str, *, saga_days: int, ledger_days: int) -> 
             text("UPDATE sagas SET updated_at = :t WHERE id = :s"),
             {"t": now - timedelta(days=saga_days), "s": saga_id},
         )
-        conn.execute(
-            text("UPDATE ledger SET updated_at = :t WHERE saga_id = :s"),
-            {"t": now - timedelta(days=ledger_days), "s": saga_id},
-        )
+        for sql in (
+            "UPDATE ledger SET updated_at = :t WHERE saga_id = :s",
+            "UPDATE capability_uses SET used_at = :t WHERE saga_id = :s",
+        ):
+            conn.execute(text(sql), {"t": now - timedelta(days=ledger_days), "s": saga_id})
     engine.dispose()
 
 
@@ -75,14 +76,16 @@ def test_prune_counts_and_keeps_what_it_must(db_url: str, tmp_path: Path, corpus
     dry = cli.json("prune", "--older-than", "1d", "--dry-run")
     assert dry["dry_run"] is True and dry["sagas"] == 1
     assert counts(db_url, done) == before_done, "a dry run removes nothing"
-    expected = {**before_done, "ledger": 0}  # ledger rows 3 days old: inside the 7-day window
+    # Ledger rows and handle uses 3 days old: inside the 7-day window.
+    expected = {**before_done, "ledger": 0, "capability_uses": 0}
     assert dry["rows"] == expected
 
     pruned = cli.json("prune", "--older-than", "1d")
     assert pruned["rows"] == expected and pruned["total"] == sum(expected.values())
     after = counts(db_url, done)
     # One event stays: the prune snapshot, so the log still explains the saga's state.
-    assert after == {**dict.fromkeys(TABLES, 0), "events": 1, "ledger": before_done["ledger"]}
+    kept = {"ledger": before_done["ledger"], "capability_uses": before_done["capability_uses"]}
+    assert after == {**dict.fromkeys(TABLES, 0), "events": 1, **kept}
     audit = cli.json("audit", "verify", done)
     assert audit["ok"] is True and audit["events"] == {
         "count": 1,
@@ -99,7 +102,9 @@ def test_prune_counts_and_keeps_what_it_must(db_url: str, tmp_path: Path, corpus
     # A shorter reconcile window lets the ledger rows go too.
     short = Cli({**cli.env, "PRESSROOM_RECONCILE_WINDOW": "2d"}, tmp_path)
     again = short.json("prune", "--older-than", "1d")
-    assert again["rows"]["ledger"] == before_done["ledger"] and again["total"] == before_done["ledger"]
+    assert again["rows"]["ledger"] == before_done["ledger"]
+    assert again["rows"]["capability_uses"] == before_done["capability_uses"]
+    assert again["total"] == before_done["ledger"] + before_done["capability_uses"]
     assert counts(db_url, done) == {**dict.fromkeys(TABLES, 0), "events": 1}  # the snapshot is not pruned
     assert counts(db_url, waiting) == before_waiting
     assert short.json("prune", "--older-than", "1d")["total"] == 0

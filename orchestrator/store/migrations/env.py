@@ -24,7 +24,7 @@ def _run(connection: Connection) -> None:
         render_as_batch=True,  # SQLite alters tables by copying them
         compare_type=True,
         # With no caller's transaction, one per revision: a revision may then end its own for
-        # work that cannot run in one (0014 builds its indexes concurrently on PostgreSQL).
+        # work that cannot run in one (0015 builds its indexes concurrently on PostgreSQL).
         transaction_per_migration=True,
     )
     with context.begin_transaction():

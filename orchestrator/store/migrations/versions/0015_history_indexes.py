@@ -19,8 +19,8 @@ and the upgrade on first use, which hold the schema lock in it) an index
 cannot be built concurrently, and a plain `CREATE INDEX` blocks the table's
 writers while it builds. Nothing existing is dropped (migrations are additive).
 
-Revision ID: 0014
-Revises: 0013
+Revision ID: 0015
+Revises: 0014
 Create Date: 2026-12-04 13:00:00
 """
 
@@ -31,8 +31,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0014"
-down_revision: str | Sequence[str] | None = "0013"
+revision: str = "0015"
+down_revision: str | Sequence[str] | None = "0014"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
