@@ -210,12 +210,14 @@ class CorpusIndex:
     def refresh(self) -> Refresh:
         """Bring the index up to date with the folder; see the module docstring."""
         started = self.clock.now()
-        folders = walk.walk(self.base)
         added: list[str] = []
         changed: list[str] = []
         unchanged = reads = 0
         limited: SkippedFile | None = None
         with self._db() as db, store.writing(db):
+            # The walk runs under the write lock: a listing taken before it would be applied
+            # after another process's refresh, and remove the files that one had added.
+            folders = walk.walk(self.base)
             batch = self._engine().batch()
             try:
                 if store.get_meta(db, "analyzer") != ANALYZER:
