@@ -74,7 +74,14 @@ def _env(pg_url: str, redis_url: str, tmp_path: Path, folder: Path, **extra: str
 
 def _submit(pg_url: str, tmp_path: Path, folder: Path, corpus: Path, count: int) -> list[str]:
     """`count` sagas of the pipeline `modelled`, queued in the outbox for the relay."""
-    app = make_app(pg_url, tmp_path, broker_url="none://", pipelines_dir=folder, index_dir=tmp_path / "index")
+    app = make_app(
+        pg_url,
+        tmp_path,
+        broker_url="none://",
+        pipelines_dir=folder,
+        index_dir=tmp_path / "index",
+        secret=base_env()["PRESSROOM_SECRET"],  # the workers' key: they verify the handles it signs
+    )
     try:
         return [
             str(
